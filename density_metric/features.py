@@ -1,0 +1,157 @@
+"""Feature extraction g(c, r): the final-layer [CLS] vector of the cross-encoder.
+
+Shared by scoring (this package) and by training and Gaussian fitting (``train/``).
+Pairs are sorted by length, longest first, so that each batch is padded only to its
+own longest pair and an out-of-memory error shows up on the first batch; the
+features come back in input order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator, Sequence
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from .text import encode_pairs
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+# Below this many pairs no progress bar is drawn unless asked for.
+PROGRESS_MIN_PAIRS = 1024
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """``None`` or ``"auto"``: CUDA when present, else CPU."""
+    if device is None or device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def resolve_dtype(dtype: str | None, device: torch.device) -> str:
+    """Autocast dtype name. ``None``/``"auto"``: bfloat16 on CUDA, float32 on CPU.
+
+    CPU bf16 is an explicit option: on the untuned stand-in it ranks pairs almost
+    like fp32 but not above the 0.999 bar we set for a default (see benchmarks/).
+    """
+    if dtype is None or dtype == "auto":
+        return "bfloat16" if device.type == "cuda" else "float32"
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be 'auto' or one of {sorted(DTYPES)}, got {dtype!r}")
+    if dtype == "float16" and device.type != "cuda":
+        raise ValueError("dtype='float16' needs a CUDA device; use 'bfloat16' on CPU")
+    return dtype
+
+
+def pad_batch(batch: Sequence[Sequence[int]], pad_token_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad token id lists to the batch's longest. Returns input_ids, attention_mask: (b, t) int64."""
+    longest = max(len(ids) for ids in batch)
+    input_ids = torch.full((len(batch), longest), pad_token_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(batch), longest), dtype=torch.long)
+    for row, ids in enumerate(batch):
+        input_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+        attention_mask[row, : len(ids)] = 1
+    return input_ids, attention_mask
+
+
+def cls_features(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """g(c, r) = last_hidden_state[:, 0] (not the pooler). Segment ids are all 0. Returns (b, d)."""
+    output = model(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        token_type_ids=torch.zeros_like(input_ids),
+    )
+    return output.last_hidden_state[:, 0]
+
+
+def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:
+    """Index batches of at most ``batch_size``, longest pairs first."""
+    order = np.argsort(-np.asarray(lengths), kind="stable")
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+class Encoder:
+    """The cross-encoder g with its tokenizer and input settings.
+
+    Args:
+        model: a transformers BERT-style model without pooling layer.
+        tokenizer: its fast tokenizer.
+        turn_separator, max_length, max_response_length: see :func:`density_metric.text.encode_pairs`.
+        device: ``"auto"`` (CUDA if present), ``"cpu"``, ``"cuda:1"``...
+        dtype: autocast dtype, ``"auto"`` (bfloat16 on CUDA, float32 on CPU),
+            ``"float32"``, ``"bfloat16"`` or ``"float16"`` (CUDA only).
+    """
+
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        *,
+        turn_separator: str,
+        max_length: int,
+        max_response_length: int,
+        device: str | torch.device | None = "auto",
+        dtype: str | None = "auto",
+    ):
+        self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype, self.device)
+        self.model = model.to(self.device).eval()
+        self.tokenizer = tokenizer
+        self.turn_separator = turn_separator
+        self.max_length = max_length
+        self.max_response_length = max_response_length
+
+    @property
+    def dim(self) -> int:
+        return self.model.config.hidden_size
+
+    def encode(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> list[list[int]]:
+        return encode_pairs(
+            self.tokenizer,
+            contexts,
+            responses,
+            turn_separator=self.turn_separator,
+            max_length=self.max_length,
+            max_response_length=self.max_response_length,
+        )
+
+    def _autocast(self):
+        if self.dtype == "float32":
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=DTYPES[self.dtype])
+
+    def iter_features(
+        self,
+        contexts: Sequence[Sequence[str]],
+        responses: Sequence[str],
+        batch_size: int = 64,
+        progress: bool | None = None,
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Yield (indices (b,) int64, features (b, d) float32) per length-sorted batch."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        encoded = self.encode(contexts, responses)
+        batches = length_sorted_batches([len(ids) for ids in encoded], batch_size)
+        show = len(encoded) >= PROGRESS_MIN_PAIRS if progress is None else progress
+        pad_id = self.tokenizer.pad_token_id
+        with torch.inference_mode(), self._autocast():
+            for index in tqdm(batches, desc="DEnsity", unit="batch", disable=not show):
+                input_ids, attention_mask = pad_batch([encoded[i] for i in index], pad_id)
+                features = cls_features(
+                    self.model, input_ids.to(self.device), attention_mask.to(self.device)
+                )
+                yield index, features.float().cpu().numpy()
+
+    def features(
+        self,
+        contexts: Sequence[Sequence[str]],
+        responses: Sequence[str],
+        batch_size: int = 64,
+        progress: bool | None = None,
+    ) -> np.ndarray:
+        """g(c, r) of every pair, in input order: (n, d) float32."""
+        out = np.empty((len(responses), self.dim), dtype=np.float32)
+        for index, features in self.iter_features(contexts, responses, batch_size, progress):
+            out[index] = features
+        return out

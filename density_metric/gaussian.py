@@ -1,0 +1,135 @@
+"""The Gaussian of human responses' features, and the DEnsity score (paper, eq. 5-6).
+
+Everything here is float64 numpy. Features arrive as (n, d) arrays of any float dtype.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+ESTIMATORS = ("pinv",)
+# Eigenvalues of the covariance below this fraction of the largest are dropped by the
+# pseudo-inverse. Features are float32 (rounding ~6e-8 relative), so variances that small
+# are rounding noise; the main case is the exact null direction of the encoder's final
+# LayerNorm (its outputs satisfy one linear constraint), which numpy's default cutoff
+# (1e-15) would keep and blow up to ~1e15.
+PINV_RTOL = 1e-10
+DEFAULT_QUANTILE_LEVELS = np.linspace(0.0, 1.0, 1001)
+
+
+class GaussianAccumulator:
+    """Streaming mean and maximum-likelihood covariance in float64.
+
+    Batches are merged with Chan et al.'s pairwise update, so the features of a large
+    corpus never need to be held at once, and accumulators from several processes
+    can be merged exactly.
+    """
+
+    def __init__(self, dim: int):
+        self.n = 0
+        self.mean = np.zeros(dim, dtype=np.float64)
+        self._scatter = np.zeros((dim, dim), dtype=np.float64)  # sum of centred outer products
+
+    def update(self, features: np.ndarray) -> None:
+        """Add a batch. features: (m, d)."""
+        features = np.asarray(features, dtype=np.float64)
+        if features.ndim != 2 or features.shape[1] != self.mean.shape[0]:
+            raise ValueError(f"features must be (m, {self.mean.shape[0]}), got {features.shape}")
+        if len(features):
+            other = GaussianAccumulator(features.shape[1])
+            other.n = len(features)
+            other.mean = features.mean(axis=0)
+            centred = features - other.mean
+            other._scatter = centred.T @ centred
+            self.merge(other)
+
+    def merge(self, other: "GaussianAccumulator") -> None:
+        """Fold another accumulator's samples into this one."""
+        if other.n == 0:
+            return
+        n = self.n + other.n
+        delta = other.mean - self.mean
+        self._scatter += other._scatter + np.outer(delta, delta) * (self.n * other.n / n)
+        self.mean = self.mean + delta * (other.n / n)
+        self.n = n
+
+    @property
+    def covariance(self) -> np.ndarray:
+        """Maximum-likelihood covariance (divided by n), (d, d) float64."""
+        if self.n == 0:
+            raise ValueError("no features were accumulated")
+        return self._scatter / self.n
+
+
+def precision_matrix(covariance: np.ndarray, estimator: str = "pinv") -> np.ndarray:
+    """Precision P used in the score. ``pinv`` is the symmetric pseudo-inverse (authors' pinvh)."""
+    if estimator != "pinv":
+        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
+    precision = np.linalg.pinv(covariance, rtol=PINV_RTOL, hermitian=True)
+    return (precision + precision.T) / 2
+
+
+def mahalanobis(features: np.ndarray, mean: np.ndarray, precision: np.ndarray) -> np.ndarray:
+    """Mahalanobis distance sqrt((h - mu) P (h - mu)^T) of every row, (n,) float64.
+
+    One einsum over rows; no (n, n) matrix is formed.
+    """
+    centred = np.asarray(features, dtype=np.float64) - mean
+    squared = np.einsum("nd,de,ne->n", centred, precision, centred, optimize=True)
+    # A pseudo-inverse is PSD up to rounding; tiny negatives would give NaN.
+    return np.sqrt(np.maximum(squared, 0.0))
+
+
+def calibrate(distances: np.ndarray, quantiles: np.ndarray) -> np.ndarray:
+    """Share of held-out human responses whose distance is larger, in [0, 1].
+
+    Args:
+        distances: (n,) Mahalanobis distances.
+        quantiles: (k,) distances of held-out human responses at evenly spaced
+            levels 0, 1/(k-1), ..., 1 (their empirical quantile function).
+    """
+    levels = np.linspace(0.0, 1.0, len(quantiles))
+    return 1.0 - np.interp(distances, quantiles, levels)
+
+
+@dataclass
+class GaussianStats:
+    """What the score needs: mean (d,), precision (d, d), and the calibration quantiles (k,)."""
+
+    mean: np.ndarray
+    precision: np.ndarray
+    n_samples: int
+    estimator: str
+    quantiles: np.ndarray
+
+    @classmethod
+    def fit(
+        cls,
+        accumulator: GaussianAccumulator,
+        heldout_distances_fn=None,
+        estimator: str = "pinv",
+    ) -> "GaussianStats":
+        """Precision from an accumulator; quantiles from ``heldout_distances_fn(stats)`` if given.
+
+        ``heldout_distances_fn`` takes the fitted (uncalibrated) stats and returns the
+        distances of held-out human responses; without it, calibration is left empty.
+        """
+        stats = cls(
+            mean=accumulator.mean.copy(),
+            precision=precision_matrix(accumulator.covariance, estimator),
+            n_samples=accumulator.n,
+            estimator=estimator,
+            quantiles=np.zeros(0),
+        )
+        if heldout_distances_fn is not None:
+            stats.quantiles = np.quantile(heldout_distances_fn(stats), DEFAULT_QUANTILE_LEVELS)
+        return stats
+
+    @property
+    def dim(self) -> int:
+        return self.mean.shape[0]
+
+    def distances(self, features: np.ndarray) -> np.ndarray:
+        return mahalanobis(features, self.mean, self.precision)
