@@ -1,0 +1,40 @@
+"""Scoring across processes or GPUs with ``torch.distributed``.
+
+evaluate's own ``num_process`` gathers every input on process 0 and computes there, which
+parallelises nothing for a GPU metric. Here each rank scores a strided shard of the rows
+(rank r takes rows r, r + world, ...) and the distances are all-gathered, so every rank
+returns the full, input-ordered result.
+
+Launch with ``torchrun --nproc_per_node N your_script.py``; the script calls
+``torch.distributed.init_process_group`` (``"nccl"`` on GPUs, ``"gloo"`` on CPU) and, on
+GPUs, gives each rank its own device (``DensityScorer(device=f"cuda:{local_rank}")``).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch.distributed as dist
+
+from .inputs import check_pairs
+from .scoring import DensityResult, DensityScorer
+
+
+def is_distributed() -> bool:
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+def score_distributed(scorer: DensityScorer, contexts: Sequence, responses: Sequence, *, first_row: int = 0) -> DensityResult:
+    """Score on every rank of the initialised process group; equal to ``scorer.score`` on one process."""
+    contexts, responses = check_pairs(contexts, responses, first_row=first_row)
+    if not is_distributed():
+        return scorer.score(contexts, responses)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    local = scorer.distances(contexts[rank::world], responses[rank::world], allow_empty=True)
+    gathered: list = [None] * world
+    dist.all_gather_object(gathered, local)
+    distances = np.empty(len(responses), dtype=np.float64)
+    for shard_rank, shard in enumerate(gathered):
+        distances[shard_rank::world] = shard
+    return scorer.result(distances)

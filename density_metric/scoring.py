@@ -1,0 +1,214 @@
+"""Scoring: the stateful :class:`DensityScorer` and the one-call :func:`score`."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import __version__
+from .checkpoint import load_encoder, resolve_checkpoint
+from .gaussian import calibrate
+from .inputs import check_dialogues, check_pairs
+
+logger = logging.getLogger(__name__)
+
+DIALOGUE_AGGREGATES = ("mean", "rms")
+
+
+@dataclass
+class DensityResult:
+    """Scores of n responses.
+
+    Attributes:
+        scores: (n,) raw DEnsity score s(r) = -Mahalanobis distance; higher is more human-like.
+        calibrated: (n,) share of held-out human responses whose distance is larger, in [0, 1].
+        signature: checkpoint, options and library versions that produced the scores.
+    """
+
+    scores: np.ndarray
+    calibrated: np.ndarray
+    signature: str
+
+    @property
+    def density(self) -> float:
+        """Mean raw score over all rows."""
+        return float(np.mean(self.scores))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scores": self.scores.tolist(),
+            "calibrated": self.calibrated.tolist(),
+            "density": self.density,
+            "calibrated_mean": float(np.mean(self.calibrated)),
+            "signature": self.signature,
+        }
+
+
+class DensityScorer:
+    """Keeps a DEnsity checkpoint loaded and scores (context, response) pairs.
+
+    Args:
+        checkpoint: ``None`` for the bundled default, a local directory, or a Hub repo id.
+        revision: Hub revision (a commit hash pins the scores). Ignored for directories.
+        device: ``"auto"`` (CUDA if present, else CPU), ``"cpu"``, ``"cuda"``, ``"cuda:1"``...
+        dtype: autocast dtype: ``"auto"`` (bfloat16 on CUDA, float32 on CPU), ``"float32"``,
+            ``"bfloat16"`` or ``"float16"`` (CUDA only).
+        batch_size: pairs per forward pass.
+        max_length: most tokens per pair (default: the checkpoint's, 256). Longer input
+            loses its oldest context tokens first.
+        progress: progress bar: ``None`` shows it for 1,024 pairs or more.
+        cache_dir, local_files_only: passed to the Hub download.
+
+    Example:
+        >>> scorer = DensityScorer()  # doctest: +SKIP
+        >>> scorer.score([["How are you?"]], ["Fine, thanks. And you?"]).scores  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        checkpoint: str | None = None,
+        revision: str | None = None,
+        *,
+        device: str | None = "auto",
+        dtype: str | None = "auto",
+        batch_size: int = 64,
+        max_length: int | None = None,
+        progress: bool | None = None,
+        cache_dir: str | None = None,
+        local_files_only: bool | None = None,
+    ):
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self.checkpoint = resolve_checkpoint(
+            checkpoint, revision, cache_dir=cache_dir, local_files_only=local_files_only
+        )
+        self.encoder = load_encoder(
+            self.checkpoint.encoder_path, self.checkpoint.config, device=device, dtype=dtype, max_length=max_length
+        )
+        self.stats = self.checkpoint.stats
+        self.batch_size = batch_size
+        self.progress = progress
+
+    @property
+    def signature(self) -> str:
+        """Reproducibility signature, e.g. ``density:0.1.0|ckpt=org/name@3f2a...|max_length=256|...``."""
+        import torch
+        import transformers
+
+        return (
+            f"density_metric={__version__}|checkpoint={self.checkpoint.source}@{self.checkpoint.revision}"
+            f"|max_length={self.encoder.max_length}|dtype={self.encoder.dtype}"
+            f"|torch={torch.__version__}|transformers={transformers.__version__}"
+        )
+
+    # ------------------------------------------------------------------ pairs
+
+    def features(self, contexts, responses) -> np.ndarray:
+        """g(c, r) for checked input: (n, d) float32."""
+        return self.encoder.features(contexts, responses, self.batch_size, self.progress)
+
+    def distances(self, contexts: Sequence, responses: Sequence, *, first_row: int = 0, allow_empty: bool = False) -> np.ndarray:
+        """Mahalanobis distance of every pair: (n,) float64."""
+        contexts, responses = check_pairs(contexts, responses, first_row=first_row, allow_empty=allow_empty)
+        if not responses:
+            return np.zeros(0)
+        return self.stats.distances(self.features(contexts, responses))
+
+    def result(self, distances: np.ndarray) -> DensityResult:
+        """Raw and calibrated scores from distances."""
+        return DensityResult(-distances, calibrate(distances, self.stats.quantiles), self.signature)
+
+    def score(self, contexts: Sequence, responses: Sequence) -> DensityResult:
+        """Score responses against their contexts.
+
+        Args:
+            contexts: n rows, each a list of turns (oldest first) or one string (one turn).
+            responses: n strings.
+
+        Raises:
+            ValueError: naming the field and row of a bad value, or for mismatched lengths.
+        """
+        return self.result(self.distances(contexts, responses))
+
+    # ------------------------------------------------------------------ dialogues
+
+    def score_dialogues(self, dialogues: Sequence[Sequence[str]], aggregate: str = "mean") -> list[dict[str, Any]]:
+        """Dialogue-level DEnsity: every turn from the second on is scored against its prefix.
+
+        Args:
+            dialogues: m dialogues, each a list of at least 2 turns.
+            aggregate: ``"mean"`` (the paper's text: mean of the turn scores) or
+                ``"rms"`` (the authors' code: ``-sqrt(mean(d^2))``).
+
+        Returns:
+            One dict per dialogue: ``score`` (the aggregate), ``turn_scores`` and
+            ``turn_calibrated`` (one per turn from the second on).
+        """
+        if aggregate not in DIALOGUE_AGGREGATES:
+            raise ValueError(f"aggregate must be one of {DIALOGUE_AGGREGATES}, got {aggregate!r}")
+        dialogues = check_dialogues(dialogues)
+        contexts = [turns[:i] for turns in dialogues for i in range(1, len(turns))]
+        responses = [turns[i] for turns in dialogues for i in range(1, len(turns))]
+        distances = self.distances(contexts, responses)
+        results, start = [], 0
+        for turns in dialogues:
+            turn_distances = distances[start : start + len(turns) - 1]
+            start += len(turns) - 1
+            value = -turn_distances.mean() if aggregate == "mean" else -np.sqrt(np.mean(turn_distances**2))
+            results.append(
+                {
+                    "score": float(value),
+                    "turn_scores": (-turn_distances).tolist(),
+                    "turn_calibrated": calibrate(turn_distances, self.stats.quantiles).tolist(),
+                }
+            )
+        return results
+
+    def score_dialogue(self, turns: Sequence[str], aggregate: str = "mean") -> dict[str, Any]:
+        """Dialogue-level DEnsity of one dialogue; see :meth:`score_dialogues`."""
+        return self.score_dialogues([turns], aggregate)[0]
+
+    # ------------------------------------------------------------------ datasets
+
+    def score_dataset(
+        self,
+        dataset,
+        context_column: str = "context",
+        response_column: str = "response",
+        output_column: str = "density",
+        chunk_size: int = 1024,
+    ):
+        """Add ``output_column`` (raw score) and ``{output_column}_calibrated`` to a ``datasets`` dataset.
+
+        Rows are read and scored ``chunk_size`` at a time through ``Dataset.map``, so
+        memory does not grow with the number of rows; an ``IterableDataset`` is scored
+        lazily as it is iterated.
+        """
+        import datasets
+
+        for column in (context_column, response_column):
+            if dataset.column_names is not None and column not in dataset.column_names:
+                raise ValueError(f"dataset has no column {column!r}; columns: {dataset.column_names}")
+
+        def score_chunk(batch, indices):
+            distances = self.distances(batch[context_column], batch[response_column], first_row=indices[0])
+            result = self.result(distances)
+            return {output_column: result.scores.tolist(), f"{output_column}_calibrated": result.calibrated.tolist()}
+
+        kwargs = dict(batched=True, batch_size=chunk_size, with_indices=True)
+        if isinstance(dataset, datasets.IterableDataset):
+            return dataset.map(score_chunk, **kwargs)
+        # An explicit fingerprint: otherwise datasets would hash this function, model and all.
+        fingerprint = hashlib.sha256(
+            f"{dataset._fingerprint}|{self.signature}|{context_column}|{response_column}|{output_column}".encode()
+        ).hexdigest()[:16]
+        return dataset.map(score_chunk, new_fingerprint=fingerprint, desc="DEnsity", **kwargs)
+
+
+def score(contexts: Sequence, responses: Sequence, checkpoint: str | None = None, **kwargs) -> DensityResult:
+    """One-call scoring: load a checkpoint (see :class:`DensityScorer`) and score the pairs."""
+    return DensityScorer(checkpoint, **kwargs).score(contexts, responses)
