@@ -1,0 +1,123 @@
+"""DEnsity: dialogue response evaluation by density estimation, as an evaluate metric.
+
+A thin wrapper: the model, batching and maths live in the ``density_metric`` package.
+"""
+
+import datasets
+import evaluate
+from density_metric.inputs import as_context
+from density_metric.inputs import check_pairs
+from density_metric.scoring import DensityScorer
+
+_CITATION = """\
+@inproceedings{park-etal-2023-density,
+    title = "{DE}nsity: Open-domain Dialogue Evaluation Metric using Density Estimation",
+    author = "Park, ChaeHun and Lee, Seungil and Rim, Daniel and Choo, Jaegul",
+    booktitle = "Findings of the Association for Computational Linguistics: ACL 2023",
+    year = "2023",
+    publisher = "Association for Computational Linguistics",
+    url = "https://aclanthology.org/2023.findings-acl.896",
+    pages = "14222--14236",
+}
+"""
+
+_DESCRIPTION = """\
+DEnsity scores a dialogue response by how typical it is of human conversation. A
+cross-encoder g reads "[CLS] context [SEP] response [SEP]"; a Gaussian (mean, pseudo-inverse
+covariance) is fitted to g's [CLS] features of human (context, response) pairs. The score is
+the negative Mahalanobis distance s(r) = -sqrt((g(c,r) - mu) P (g(c,r) - mu)^T): higher means
+more human-like. No reference response is needed.
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    contexts (`list` of `list` of `str`): per row, the dialogue turns before the response,
+        oldest first. A plain string per row is read as one turn. An empty list is allowed.
+    responses (`list` of `str`): the responses to score, one per row. An empty string is
+        scored (as "[CLS] context [SEP] [SEP]").
+
+Load-time options (`evaluate.load("density", ...)`):
+    checkpoint (`str`, optional): a local checkpoint directory or a Hub model repo id;
+        default: the bundled checkpoint.
+    revision (`str`, optional): Hub revision of `checkpoint`; a commit hash pins the scores.
+    device (`str`): "auto" (CUDA if present, else CPU), "cpu", "cuda", "cuda:1", ...
+    batch_size (`int`): pairs per forward pass, default 64.
+    dtype (`str`): "auto" (bfloat16 on CUDA, float32 on CPU), "float32", "bfloat16",
+        "float16" (CUDA only).
+    max_length (`int`, optional): most tokens per pair, default 256; the oldest context
+        tokens are dropped first.
+
+Returns:
+    scores (`list` of `float`): raw DEnsity score s(r) per row (<= 0; higher is more human-like).
+    calibrated (`list` of `float`): per row, the share of held-out human responses whose
+        distance is larger, in [0, 1]. 0.9: more typical than 90% of real human replies.
+    density (`float`): mean of `scores`.
+    calibrated_mean (`float`): mean of `calibrated`.
+    signature (`str`): checkpoint id and revision or content hash, options, library versions.
+
+Examples:
+    >>> density = evaluate.load("density")
+    >>> results = density.compute(
+    ...     contexts=[["Hi! How was your weekend?"], ["Can you pass me the salt?"]],
+    ...     responses=["Great, I went hiking with my sister.", "Weekend weekend weekend."],
+    ... )
+    >>> sorted(results)
+    ['calibrated', 'calibrated_mean', 'density', 'scores', 'signature']
+    >>> all(0.0 <= value <= 1.0 for value in results["calibrated"])
+    True
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class Density(evaluate.Metric):
+    def __init__(self, checkpoint=None, revision=None, device="auto", batch_size=64, dtype="auto", max_length=None, **kwargs):
+        super().__init__(**kwargs)
+        self.scorer_options = dict(
+            checkpoint=checkpoint,
+            revision=revision,
+            device=device,
+            batch_size=batch_size,
+            dtype=dtype,
+            max_length=max_length,
+        )
+        self.scorer = None
+
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            # Only the list form: evaluate would pick a string/list variant from the first row
+            # and mangle mixed input, so strings are wrapped before they reach Arrow.
+            features=datasets.Features(
+                {"contexts": datasets.Sequence(datasets.Value("string")), "responses": datasets.Value("string")}
+            ),
+            reference_urls=["https://aclanthology.org/2023.findings-acl.896"],
+            codebase_urls=["https://github.com/ddehun/DEnsity"],
+        )
+
+    def _download_and_prepare(self, dl_manager):
+        self.scorer = DensityScorer(**self.scorer_options)
+
+    def add(self, *, contexts=None, responses=None, **kwargs):
+        """Add one row: `contexts` is its list of turns (or one string), `responses` its response."""
+        if contexts is not None:
+            contexts = as_context(contexts, 0)
+        super().add(contexts=contexts, responses=responses, **kwargs)
+
+    def add_batch(self, *, contexts=None, responses=None, **kwargs):
+        """Add a batch of rows; see `compute` for the fields. Bad rows raise a ValueError naming the row."""
+        contexts, responses = check_pairs(contexts, responses)
+        super().add_batch(contexts=contexts, responses=responses, **kwargs)
+
+    def compute(self, *, contexts=None, responses=None, **kwargs):
+        """Score the rows given here, or those added with `add`/`add_batch` if none are given."""
+        if contexts is None and responses is None:
+            return super().compute(**kwargs)
+        contexts, responses = check_pairs(contexts, responses)
+        return super().compute(contexts=contexts, responses=responses, **kwargs)
+
+    def _compute(self, contexts, responses):
+        if self.scorer is None:
+            self._download_and_prepare(None)
+        return self.scorer.score(contexts, responses).to_dict()
