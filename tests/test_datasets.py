@@ -1,0 +1,61 @@
+"""Scoring a datasets.Dataset: streamed in chunks, score columns added, rows named in errors."""
+
+import datasets
+import numpy as np
+import pytest
+
+from density_metric import DensityScorer
+
+from .tiny import synthetic_pairs
+
+
+@pytest.fixture
+def spied_scorer(tiny_checkpoint):
+    """A scorer that records how many rows each scoring call receives."""
+    scorer = DensityScorer(str(tiny_checkpoint), device="cpu", dtype="float32", batch_size=8)
+    scorer.calls = []
+    distances = scorer.distances
+    scorer.distances = lambda c, r, **kw: scorer.calls.append(len(r)) or distances(c, r, **kw)
+    return scorer
+
+
+def test_dataset_gets_score_columns_equal_to_list_scoring(spied_scorer, tiny_scorer):
+    contexts, responses = synthetic_pairs(50, seed=30)
+    ds = datasets.Dataset.from_dict({"context": contexts, "response": responses})
+    scored = spied_scorer.score_dataset(ds, chunk_size=16)
+    expected = tiny_scorer.score(contexts, responses)
+    np.testing.assert_allclose(scored["density"], expected.scores, rtol=1e-5)
+    np.testing.assert_allclose(scored["density_calibrated"], expected.calibrated, rtol=1e-5, atol=1e-9)
+    assert scored.column_names == ["context", "response", "density", "density_calibrated"]
+
+
+def test_dataset_is_scored_chunk_by_chunk(spied_scorer):
+    ds = datasets.Dataset.from_dict(dict(zip(("context", "response"), synthetic_pairs(50, seed=31))))
+    spied_scorer.score_dataset(ds, chunk_size=16)
+    assert spied_scorer.calls == [16, 16, 16, 2]
+
+
+def test_iterable_dataset_is_scored_lazily(spied_scorer, tiny_scorer):
+    contexts, responses = synthetic_pairs(20, seed=32)
+    ds = datasets.Dataset.from_dict({"context": contexts, "response": responses}).to_iterable_dataset()
+    scored = spied_scorer.score_dataset(ds, chunk_size=8)
+    assert spied_scorer.calls == []
+    values = [row["density"] for row in scored]
+    np.testing.assert_allclose(values, tiny_scorer.score(contexts, responses).scores, rtol=1e-5)
+
+
+def test_custom_columns_and_missing_column(tiny_scorer):
+    ds = datasets.Dataset.from_dict({"history": [["hi"]], "reply": ["hello"]})
+    scored = tiny_scorer.score_dataset(ds, context_column="history", response_column="reply", output_column="s")
+    assert scored.column_names == ["history", "reply", "s", "s_calibrated"]
+    with pytest.raises(ValueError, match="dataset has no column 'context'"):
+        tiny_scorer.score_dataset(ds)
+
+
+def test_bad_row_error_names_its_dataset_row(tiny_scorer):
+    contexts, responses = synthetic_pairs(30, seed=33)
+    responses[21] = ""
+    ds = datasets.Dataset.from_dict({"context": contexts, "response": responses})
+    ds = ds.map(lambda row, i: {"response": None if i == 21 else row["response"]}, with_indices=True)
+    with pytest.raises(ValueError, match=r"responses\[21\] must be a string"):
+        tiny_scorer.score_dataset(ds, chunk_size=8)

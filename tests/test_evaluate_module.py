@@ -1,0 +1,94 @@
+"""The evaluate module: load by path and by bare name (offline, from any directory), compute, add_batch."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import datasets
+import evaluate
+import numpy as np
+import pytest
+
+import density_metric
+
+MODULE_PATH = str(Path(density_metric.__file__).parent / "density")
+PAIRS = dict(contexts=[["hi", "how are you"], ["what is the weather"]], responses=["fine thanks", "nice day"])
+
+
+@pytest.fixture(scope="module")
+def metric(tiny_checkpoint):
+    return evaluate.load(MODULE_PATH, checkpoint=str(tiny_checkpoint), device="cpu", batch_size=4, dtype="float32")
+
+
+def test_compute_returns_scores_calibrated_density_and_signature(metric, tiny_scorer):
+    results = metric.compute(**PAIRS)
+    assert {"scores", "calibrated", "density", "signature"} <= set(results)
+    expected = tiny_scorer.score(PAIRS["contexts"], PAIRS["responses"])
+    np.testing.assert_allclose(results["scores"], expected.scores, rtol=1e-5)
+    np.testing.assert_allclose(results["calibrated"], expected.calibrated, rtol=1e-5)
+    assert results["density"] == pytest.approx(np.mean(expected.scores), rel=1e-5)
+    assert "dtype=float32" in results["signature"]
+
+
+def test_load_time_options_reach_the_scorer(metric):
+    assert metric.scorer.batch_size == 4
+    assert metric.scorer.encoder.device.type == "cpu"
+
+
+def test_add_batch_then_compute_equals_one_compute(metric):
+    metric.add_batch(contexts=PAIRS["contexts"][:1], responses=PAIRS["responses"][:1])
+    metric.add_batch(contexts=PAIRS["contexts"][1:], responses=PAIRS["responses"][1:])
+    np.testing.assert_allclose(metric.compute()["scores"], metric.compute(**PAIRS)["scores"], rtol=1e-6)
+
+
+def test_add_one_row_with_string_context(metric):
+    metric.add(contexts="how are you", responses="fine thanks")
+    single = metric.compute()["scores"]
+    assert single == pytest.approx(metric.compute(contexts=[["how are you"]], responses=["fine thanks"])["scores"])
+
+
+def test_mixed_string_and_list_contexts_are_not_mangled(metric):
+    mixed = metric.compute(contexts=["how are you", ["hi", "how are you"]], responses=["fine", "fine"])
+    lists = metric.compute(contexts=[["how are you"], ["hi", "how are you"]], responses=["fine", "fine"])
+    assert mixed["scores"] == pytest.approx(lists["scores"])
+
+
+def test_datasets_columns_can_be_passed_to_compute(metric):
+    ds = datasets.Dataset.from_dict({"context": PAIRS["contexts"], "response": PAIRS["responses"]})
+    assert metric.compute(contexts=ds["context"], responses=ds["response"])["scores"] == pytest.approx(
+        metric.compute(**PAIRS)["scores"]
+    )
+
+
+def test_bad_row_in_compute_names_field_and_row(metric):
+    with pytest.raises(ValueError, match=r"responses\[1\] must be a string"):
+        metric.compute(contexts=[["hi"], ["hi"]], responses=["ok", None])
+    with pytest.raises(ValueError, match="contexts has 1 rows but responses has 2"):
+        metric.compute(contexts=[["hi"]], responses=["ok", "no"])
+
+
+def test_bare_name_loads_offline_from_any_directory_after_install(tiny_checkpoint, tmp_path):
+    env = {
+        **os.environ,
+        "HF_HOME": str(tmp_path / "hf_home"),
+        "HF_EVALUATE_OFFLINE": "1",
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+    }
+    install = subprocess.run(
+        [sys.executable, "-m", "density_metric", "install"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert install.returncode == 0, install.stderr
+    assert "evaluate-metric--density" in install.stdout
+    code = (
+        "import evaluate\n"
+        f"m = evaluate.load('density', checkpoint={str(tiny_checkpoint)!r}, device='cpu')\n"
+        "r = m.compute(contexts=[['hi']], responses=['hello'])\n"
+        "print(sorted(r))\n"
+    )
+    workdir = tmp_path / "elsewhere"
+    workdir.mkdir()
+    run = subprocess.run([sys.executable, "-c", code], env=env, cwd=workdir, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "['calibrated', 'calibrated_mean', 'density', 'scores', 'signature']" in run.stdout

@@ -1,0 +1,83 @@
+"""Gaussian maths against independent float64 numpy references."""
+
+import numpy as np
+import pytest
+
+from density_metric.gaussian import GaussianAccumulator, GaussianStats, calibrate, mahalanobis, precision_matrix
+
+
+def reference_distance(features, mean, precision):
+    """Row by row, the textbook formula in float64."""
+    out = []
+    for row in np.asarray(features, dtype=np.float64):
+        diff = row - mean
+        out.append(np.sqrt(max(diff @ precision @ diff, 0.0)))
+    return np.array(out)
+
+
+def test_streaming_accumulator_equals_numpy_mean_and_ml_covariance():
+    rng = np.random.default_rng(0)
+    features = rng.normal(3.0, 2.0, size=(1000, 7)).astype(np.float32)
+    accumulator = GaussianAccumulator(7)
+    for chunk in np.array_split(features, [3, 10, 400, 401]):
+        accumulator.update(chunk)
+    assert accumulator.n == 1000
+    np.testing.assert_allclose(accumulator.mean, features.astype(np.float64).mean(0), rtol=1e-12)
+    np.testing.assert_allclose(accumulator.covariance, np.cov(features.astype(np.float64).T, bias=True), rtol=1e-10)
+
+
+def test_merging_accumulators_equals_one_accumulator():
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(50, 4)), rng.normal(5, 1, size=(70, 4))
+    left, right, whole = GaussianAccumulator(4), GaussianAccumulator(4), GaussianAccumulator(4)
+    left.update(a)
+    right.update(b)
+    whole.update(np.vstack([a, b]))
+    left.merge(right)
+    np.testing.assert_allclose(left.covariance, whole.covariance, rtol=1e-12)
+    np.testing.assert_allclose(left.mean, whole.mean, rtol=1e-12)
+
+
+def test_precision_is_pseudo_inverse_of_singular_covariance():
+    rng = np.random.default_rng(2)
+    basis = rng.normal(size=(3, 6))
+    covariance = np.cov((rng.normal(size=(200, 3)) @ basis).T, bias=True)  # rank 3 of 6
+    precision = precision_matrix(covariance)
+    np.testing.assert_allclose(precision, np.linalg.pinv(covariance), atol=1e-8)
+    np.testing.assert_allclose(precision, precision.T)
+
+
+def test_mahalanobis_equals_rowwise_float64_reference():
+    rng = np.random.default_rng(3)
+    features = rng.normal(size=(40, 5)).astype(np.float32)
+    mean = rng.normal(size=5)
+    a = rng.normal(size=(5, 5))
+    precision = a @ a.T
+    np.testing.assert_allclose(mahalanobis(features, mean, precision), reference_distance(features, mean, precision), rtol=1e-12)
+
+
+def test_calibrated_is_share_of_heldout_distances_that_are_larger():
+    rng = np.random.default_rng(4)
+    heldout = rng.gamma(4.0, 2.0, size=20000)
+    quantiles = np.quantile(heldout, np.linspace(0, 1, 1001))
+    queries = np.array([0.0, 2.0, 8.0, 15.0, 1e6])
+    expected = np.array([(heldout > q).mean() for q in queries])
+    np.testing.assert_allclose(calibrate(queries, quantiles), expected, atol=2e-3)
+    assert calibrate(np.array([0.0]), quantiles)[0] == 1.0
+    assert calibrate(np.array([1e6]), quantiles)[0] == 0.0
+
+
+def test_fit_stores_quantiles_of_heldout_distances():
+    rng = np.random.default_rng(5)
+    accumulator = GaussianAccumulator(3)
+    accumulator.update(rng.normal(size=(500, 3)))
+    heldout = rng.normal(size=(300, 3))
+    stats = GaussianStats.fit(accumulator, lambda s: s.distances(heldout))
+    distances = reference_distance(heldout, stats.mean, stats.precision)
+    np.testing.assert_allclose(stats.quantiles[[0, 500, 1000]], np.quantile(distances, [0, 0.5, 1]), rtol=1e-10)
+    assert stats.n_samples == 500 and stats.estimator == "pinv"
+
+
+def test_unknown_estimator_is_rejected():
+    with pytest.raises(ValueError, match="estimator"):
+        precision_matrix(np.eye(2), "ledoit-wolf-typo")

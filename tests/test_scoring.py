@@ -1,0 +1,108 @@
+"""Scores of the whole pipeline against an independent per-pair float64 reference."""
+
+import numpy as np
+import pytest
+import torch
+from safetensors.numpy import load_file
+from scipy.stats import pearsonr
+
+from density_metric import DensityScorer
+from density_metric.checkpoint import GAUSSIAN_FILE
+
+from .tiny import synthetic_pairs
+
+
+def reference_scores(checkpoint_dir, contexts, responses):
+    """The authors' way: one pair at a time through the tokenizer's own pair encoding, fp32, then numpy float64."""
+    from transformers import AutoTokenizer, BertModel
+
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint_dir)
+    model = BertModel.from_pretrained(checkpoint_dir, add_pooling_layer=False).eval()
+    stats = load_file(str(checkpoint_dir / GAUSSIAN_FILE))
+    scores = []
+    for context, response in zip(contexts, responses):
+        encoded = tokenizer(" [SEP] ".join(context), response, return_tensors="pt")
+        with torch.no_grad():
+            hidden = model(
+                input_ids=encoded["input_ids"],
+                attention_mask=encoded["attention_mask"],
+                token_type_ids=torch.zeros_like(encoded["input_ids"]),
+            ).last_hidden_state[0, 0]
+        diff = hidden.double().numpy() - stats["mean"]
+        scores.append(-np.sqrt(diff @ stats["precision"] @ diff))
+    return np.array(scores)
+
+
+def test_scores_equal_independent_per_pair_float64_reference(tiny_checkpoint, tiny_scorer):
+    contexts, responses = synthetic_pairs(40, seed=10)
+    expected = reference_scores(tiny_checkpoint, contexts, responses)
+    np.testing.assert_allclose(tiny_scorer.score(contexts, responses).scores, expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 64])
+def test_scores_do_not_depend_on_batch_size(tiny_checkpoint, tiny_scorer, batch_size):
+    contexts, responses = synthetic_pairs(50, seed=11)
+    other = DensityScorer(str(tiny_checkpoint), device="cpu", dtype="float32", batch_size=batch_size)
+    np.testing.assert_allclose(other.score(contexts, responses).scores, tiny_scorer.score(contexts, responses).scores, rtol=1e-5)
+
+
+def test_scores_follow_their_rows_when_input_is_shuffled(tiny_scorer):
+    contexts, responses = synthetic_pairs(50, seed=12)
+    permutation = np.random.default_rng(0).permutation(50)
+    shuffled = tiny_scorer.score([contexts[i] for i in permutation], [responses[i] for i in permutation]).scores
+    np.testing.assert_allclose(shuffled, tiny_scorer.score(contexts, responses).scores[permutation], rtol=1e-5)
+
+
+def test_bfloat16_autocast_stays_within_tolerance(tiny_checkpoint, tiny_scorer):
+    """Stated tolerance on a random encoder: features within 2% of the largest fp32 feature,
+    score Pearson r > 0.99 against fp32. Rank agreement on the real model is measured in benchmarks/."""
+    contexts, responses = synthetic_pairs(200, seed=13)
+    bf16 = DensityScorer(str(tiny_checkpoint), device="cpu", dtype="bfloat16", batch_size=16)
+    fp32_features, bf16_features = tiny_scorer.features(contexts, responses), bf16.features(contexts, responses)
+    assert np.abs(bf16_features - fp32_features).max() <= 0.02 * np.abs(fp32_features).max()
+    fp32_scores = tiny_scorer.score(contexts, responses).scores
+    bf16_scores = bf16.score(contexts, responses).scores
+    assert pearsonr(bf16_scores, fp32_scores).statistic > 0.99
+    assert "dtype=bfloat16" in bf16.signature
+
+
+def test_calibrated_scores_are_in_unit_interval_and_decrease_with_distance(tiny_scorer):
+    result = tiny_scorer.score(*synthetic_pairs(100, seed=14))
+    assert np.all((result.calibrated >= 0) & (result.calibrated <= 1))
+    order = np.argsort(result.scores)
+    assert np.all(np.diff(result.calibrated[order]) >= 0)
+
+
+def test_result_dict_has_scores_calibrated_mean_and_signature(tiny_scorer):
+    result = tiny_scorer.score([["hi"], "how are you"], ["hello", "fine thanks"]).to_dict()
+    assert set(result) == {"scores", "calibrated", "density", "calibrated_mean", "signature"}
+    assert result["density"] == pytest.approx(np.mean(result["scores"]))
+    for part in ("density_metric=0.1.0", "checkpoint=", "@sha256:", "max_length=64", "dtype=float32", "torch=", "transformers="):
+        assert part in result["signature"]
+
+
+def test_plain_string_context_is_one_turn(tiny_scorer):
+    assert tiny_scorer.score(["how are you"], ["fine"]).scores == pytest.approx(
+        tiny_scorer.score([["how are you"]], ["fine"]).scores
+    )
+
+
+def test_dialogue_score_is_mean_of_turn_scores_against_prefixes(tiny_scorer):
+    turns = ["hi", "hello how are you", "fine thanks", "good day"]
+    result = tiny_scorer.score_dialogue(turns)
+    expected = tiny_scorer.score([turns[:1], turns[:2], turns[:3]], turns[1:]).scores
+    np.testing.assert_allclose(result["turn_scores"], expected, rtol=1e-6)
+    assert result["score"] == pytest.approx(expected.mean())
+    rms = tiny_scorer.score_dialogue(turns, aggregate="rms")["score"]
+    assert rms == pytest.approx(-np.sqrt(np.mean(expected**2)))
+
+
+def test_dialogue_scoring_rejects_one_turn_dialogues(tiny_scorer):
+    with pytest.raises(ValueError, match=r"dialogues\[1\] has 1 turn"):
+        tiny_scorer.score_dialogues([["hi", "hello"], ["alone"]])
+
+
+def test_device_auto_is_cpu_without_cuda(tiny_checkpoint):
+    scorer = DensityScorer(str(tiny_checkpoint))
+    assert scorer.encoder.device.type == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert scorer.encoder.dtype == ("bfloat16" if torch.cuda.is_available() else "float32")
