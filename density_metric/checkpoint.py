@@ -344,7 +344,7 @@ def resolve_checkpoint(
 
 def _load_from_hub(repo_id: str, revision: str | None, cache_dir, local_files_only: bool) -> Checkpoint:
     from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
 
     if revision is None:
         logger.warning("Loading %s without a pinned revision; pass revision=<commit hash> for reproducible scores.", repo_id)
@@ -358,5 +358,11 @@ def _load_from_hub(repo_id: str, revision: str | None, cache_dir, local_files_on
         )
     except HFValidationError:
         raise ValueError(f"checkpoint {repo_id!r} is neither a local directory nor a valid Hub repo id") from None
+    except LocalEntryNotFoundError as err:
+        raise CheckpointError(
+            repo_id,
+            f"revision {revision or 'main'!r} is not in the local Hub cache and downloads are off "
+            f"(HF_HUB_OFFLINE=1 or local_files_only=True), or the Hub cannot be reached ({err})",
+        ) from None
     # The snapshot folder is named after the commit, whatever branch or tag was asked for.
     return load_checkpoint(path, source=repo_id, revision=Path(path).name)

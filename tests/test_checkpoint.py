@@ -144,7 +144,7 @@ def test_no_checkpoint_means_the_bundled_default():
 
 def test_hub_checkpoint_loads_from_cache_with_local_files_only(tiny_checkpoint, tiny_scorer, tmp_path):
     build_hub_cache(tmp_path, "org/tiny-density", tiny_checkpoint, COMMIT)
-    scorer = DensityScorer("org/tiny-density", revision=COMMIT, cache_dir=tmp_path, local_files_only=True, device="cpu")
+    scorer = DensityScorer("org/tiny-density", revision=COMMIT, cache_dir=tmp_path, local_files_only=True, device="cpu", dtype="float32")
     assert scorer.checkpoint.source == "org/tiny-density" and scorer.checkpoint.revision == COMMIT
     assert f"checkpoint=org/tiny-density@{COMMIT}" in scorer.signature
     pairs = ([["hi"], ["how are you"]], ["hello", "fine"])
@@ -156,7 +156,7 @@ def test_hub_download_with_hf_hub_offline_resolves_branch_to_commit(tiny_checkpo
     build_hub_cache(tmp_path / "hub", "org/tiny-density", tiny_checkpoint, COMMIT)
     code = (
         "from density_metric import DensityScorer\n"
-        "s = DensityScorer('org/tiny-density', revision='main', device='cpu')\n"
+        "s = DensityScorer('org/tiny-density', revision='main', device='cpu', dtype='float32')\n"
         "print(s.checkpoint.revision, round(float(s.score([['hi']], ['hello']).scores[0]), 4))\n"
     )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HOME": str(tmp_path / "home")}
@@ -164,12 +164,12 @@ def test_hub_download_with_hf_hub_offline_resolves_branch_to_commit(tiny_checkpo
     assert out.returncode == 0, out.stderr
     revision, value = out.stdout.split()
     assert revision == COMMIT
-    local = DensityScorer(str(tiny_checkpoint), device="cpu").score([["hi"]], ["hello"]).scores[0]
+    local = DensityScorer(str(tiny_checkpoint), device="cpu", dtype="float32").score([["hi"]], ["hello"]).scores[0]
     assert float(value) == pytest.approx(local, abs=1e-4)
 
 
 def test_hub_repo_absent_from_cache_fails_offline(tmp_path):
-    with pytest.raises(Exception, match="(?i)offline|local|cache|not found|cannot find"):
+    with pytest.raises(CheckpointError, match="org/absent-model: revision '0123456789abcdef.*' is not in the local Hub cache"):
         resolve_checkpoint("org/absent-model", revision=COMMIT, cache_dir=tmp_path, local_files_only=True)
 
 

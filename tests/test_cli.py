@@ -18,7 +18,7 @@ ROWS = [
 
 
 def run(tiny_checkpoint, *args):
-    return main(["score", *map(str, args), "--checkpoint", str(tiny_checkpoint), "--device", "cpu", "--no-progress"])
+    return main(["score", *map(str, args), "--checkpoint", str(tiny_checkpoint), "--device", "cpu", "--dtype", "float32", "--no-progress"])
 
 
 def write_jsonl(path, rows):

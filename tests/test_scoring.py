@@ -102,7 +102,19 @@ def test_dialogue_scoring_rejects_one_turn_dialogues(tiny_scorer):
         tiny_scorer.score_dialogues([["hi", "hello"], ["alone"]])
 
 
-def test_device_auto_is_cpu_without_cuda(tiny_checkpoint):
-    scorer = DensityScorer(str(tiny_checkpoint))
-    assert scorer.encoder.device.type == ("cuda" if torch.cuda.is_available() else "cpu")
-    assert scorer.encoder.dtype == ("bfloat16" if torch.cuda.is_available() else "float32")
+def test_auto_device_is_cuda_if_present_and_auto_dtype_is_bf16_only_where_native():
+    from density_metric.features import cpu_has_native_bf16, resolve_device, resolve_dtype
+
+    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert resolve_dtype("auto", torch.device("cuda")) == "bfloat16"
+    assert resolve_dtype("auto", torch.device("cpu")) == ("bfloat16" if cpu_has_native_bf16() else "float32")
+    assert resolve_dtype("float32", torch.device("cuda")) == "float32"
+
+
+def test_cpu_batches_are_capped_by_padded_tokens():
+    from density_metric.features import length_sorted_batches
+
+    lengths = [10, 300, 40, 299, 50, 5]
+    batches = length_sorted_batches(lengths, batch_size=3, max_tokens=600)
+    assert [b.tolist() for b in batches] == [[1, 3], [4, 2, 0], [5]]
+    assert [b.tolist() for b in length_sorted_batches(lengths, batch_size=4)] == [[1, 3, 4, 2], [0, 5]]

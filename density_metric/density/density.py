@@ -42,7 +42,7 @@ Load-time options (`evaluate.load("density", ...)`):
     revision (`str`, optional): Hub revision of `checkpoint`; a commit hash pins the scores.
     device (`str`): "auto" (CUDA if present, else CPU), "cpu", "cuda", "cuda:1", ...
     batch_size (`int`): pairs per forward pass, default 64.
-    dtype (`str`): "auto" (bfloat16 on CUDA, float32 on CPU), "float32", "bfloat16",
+    dtype (`str`): "auto" (bfloat16 on CUDA and on CPUs with native bf16 (AVX512-BF16, AMX), else float32), "float32", "bfloat16",
         "float16" (CUDA only).
     max_length (`int`, optional): most tokens per pair, default 256; the oldest context
         tokens are dropped first.
