@@ -1,0 +1,273 @@
+"""Meta-evaluation: correlation with human judgments, baselines, robustness probes, figures.
+
+    python -m benchmarks.human_correlation --checkpoint default --out results/bundled-default
+
+Reads every ``*.normalized.jsonl`` under ``--data-dir``, scores it with the checkpoint and
+the baselines on the same rows, and writes ``human_correlation.md``, ``human_correlation.json``
+and PNG figures to ``--out``. Two protocols are reported (see ``benchmarks/sets.py``):
+``full`` (every row) and ``paper`` (the DEnsity paper's filtering).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import pearsonr, spearmanr
+
+from density_metric import DensityScorer
+from train.corpora import load_dailydialog
+
+from .probes import PROBES, make_probes
+from .sets import PAPER_DENSITY, PROTOCOLS, JudgmentSet, apply_protocol, context_of, load_sets
+
+logger = logging.getLogger("benchmarks.human_correlation")
+
+
+def correlation(metric: np.ndarray, human: np.ndarray) -> dict:
+    """Pearson r and Spearman rho (x100) with p-values, from scipy."""
+    pearson, spearman = pearsonr(metric, human), spearmanr(metric, human)
+    return {
+        "pearson": 100 * float(pearson.statistic),
+        "pearson_p": float(pearson.pvalue),
+        "spearman": 100 * float(spearman.statistic),
+        "spearman_p": float(spearman.pvalue),
+        "n": int(len(human)),
+    }
+
+
+class ModelColumns:
+    """Metric columns that come from one checkpoint: raw and calibrated DEnsity, Euclidean distance."""
+
+    def __init__(self, scorer: DensityScorer, label: str):
+        self.scorer, self.prefix = scorer, f"{label} " if label else ""
+
+    def __call__(self, contexts, responses) -> dict[str, np.ndarray]:
+        features = self.scorer.features(contexts, responses)
+        distances = self.scorer.stats.distances(features)
+        result = self.scorer.result(distances)
+        euclidean = np.linalg.norm(features.astype(np.float64) - self.scorer.stats.mean, axis=1)
+        return {
+            f"{self.prefix}DEnsity": result.scores,
+            f"{self.prefix}DEnsity (calibrated)": result.calibrated,
+            f"{self.prefix}-Euclidean to mean": -euclidean,
+        }
+
+
+def reference_columns(rows: list[dict]) -> dict[str, np.ndarray]:
+    """BLEU-2 (sacrebleu) and ROUGE-L F1 (rouge-score) against the references, where a set has them."""
+    import sacrebleu
+    from rouge_score import rouge_scorer
+
+    if not all(row.get("reference") for row in rows):
+        return {}
+    bleu = sacrebleu.metrics.BLEU(max_ngram_order=2, effective_order=True)
+    rouge = rouge_scorer.RougeScorer(["rougeL"])
+    bleu2, rouge_l = [], []
+    for row in rows:
+        references = row.get("references") or [row["reference"]]
+        bleu2.append(bleu.sentence_score(row["response"], references).score)
+        rouge_l.append(max(rouge.score(ref, row["response"])["rougeL"].fmeasure for ref in references))
+    return {"BLEU-2": np.array(bleu2), "ROUGE-L": np.array(rouge_l)}
+
+
+def evaluate_turn_set(judgments: JudgmentSet, columns: list[ModelColumns], with_facts: bool) -> dict:
+    """Per protocol: correlation of every metric column with the human scores, on the same rows."""
+    rows = judgments.rows
+    contexts = [context_of(row, with_facts) for row in rows]
+    responses = [row["response"] for row in rows]
+    values: dict[str, np.ndarray] = {}
+    for model in columns:
+        values.update(model(contexts, responses))
+    values.update(reference_columns(rows))
+    out = {}
+    for protocol in PROTOCOLS:
+        index, human = apply_protocol(judgments, protocol)
+        out[protocol] = {name: correlation(column[index], human) for name, column in values.items()}
+    out["_values"] = {name: column.tolist() for name, column in values.items()}
+    out["_human"] = [row["score"] for row in rows]
+    return out
+
+
+def evaluate_dialogue_set(judgments: JudgmentSet, scorer: DensityScorer) -> dict:
+    """FED dialogue level: the library's dialogue score (mean and rms aggregates) against Overall."""
+    dialogues = [row["dialogue"] for row in judgments.rows]
+    human = np.array([row["score"] for row in judgments.rows], dtype=float)
+    out = {}
+    for aggregate in ("mean", "rms"):
+        scores = np.array([d["score"] for d in scorer.score_dialogues(dialogues, aggregate=aggregate)])
+        out[f"DEnsity dialogue ({aggregate})"] = correlation(scores, human)
+    return {"full": out, "paper": out}
+
+
+def run_probes(dialogues, columns: list[ModelColumns], n: int, seed: int) -> dict:
+    """Share of cases where the gold response outscores each corrupted variant, per metric."""
+    cases = make_probes(dialogues, n, seed)
+    contexts = [case["context"] for case in cases]
+    gold = columns[0](contexts, [case["gold"] for case in cases])
+    results = {}
+    for probe in PROBES:
+        variant = columns[0](contexts, [case[probe] for case in cases])
+        results[probe] = {name: float(np.mean(gold[name] > variant[name])) for name in gold if "calibrated" not in name}
+    return {"n": len(cases), "seed": seed, "accuracy": results, "examples": cases[:3]}
+
+
+def plot_scatter(name: str, human, metric, path: Path, label: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    human, metric = np.asarray(human), np.asarray(metric)
+    fig, ax = plt.subplots(figsize=(4.5, 3.6), dpi=120)
+    ax.scatter(metric, human, s=8, alpha=0.5)
+    slope, intercept = np.polyfit(metric, human, 1)
+    xs = np.linspace(metric.min(), metric.max(), 50)
+    ax.plot(xs, slope * xs + intercept, color="C3")
+    rho = 100 * spearmanr(metric, human).statistic
+    ax.set(xlabel=label, ylabel="human score", title=f"{name}, all rows (Spearman {rho:.1f})")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def plot_histogram(gold, random_, path: Path, label: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.4), dpi=120)
+    bins = np.histogram_bin_edges(np.concatenate([gold, random_]), bins=50)
+    ax.hist(gold, bins=bins, alpha=0.6, label="gold response")
+    ax.hist(random_, bins=bins, alpha=0.6, label="random response")
+    ax.set(xlabel=label, ylabel="pairs", title="DailyDialog validation: gold vs random")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def markdown(report: dict) -> str:
+    lines = [
+        f"# Meta-evaluation of `{report['checkpoint']}`",
+        "",
+        f"- revision: `{report['revision']}`",
+        f"- date: {report['date']}; command: `{report['command']}`",
+        f"- signature: `{report['signature']}`",
+        f"- persona/fact lines in front of the context: {report['with_facts']}",
+        "",
+        *[f"- note: {note}" for note in report["notes"]],
+        "",
+        "Pearson r / Spearman rho (x100) with human ratings. `paper`: ground-truth rows dropped;",
+        "Zhao sets use the MAD-filtered rating and their last 80 % of rows. `full`: every row.",
+        "The `paper DEnsity` column is the published value (bert-base, trained), not a measurement.",
+        "",
+    ]
+    for protocol in PROTOCOLS:
+        lines += [f"## Protocol: {protocol}", "", "| set | n | metric | r | rho | paper DEnsity r / rho |", "| --- | --- | --- | --- | --- | --- |"]
+        for name, result in report["sets"].items():
+            paper = PAPER_DENSITY.get(name, {})
+            published = f"{paper.get('pearson', '–')} / {paper.get('spearman', '–')}" if paper else ""
+            for metric, c in result[protocol].items():
+                r = f"{c['pearson']:.2f}" + ("*" if c["pearson_p"] < 0.05 else "")
+                rho = f"{c['spearman']:.2f}" + ("*" if c["spearman_p"] < 0.05 else "")
+                lines.append(f"| {name} | {c['n']} | {metric} | {r} | {rho} | {published} |")
+                published = ""
+        lines += ["", "`*`: p < 0.05.", ""]
+    probes = report["probes"]
+    lines += [f"## Robustness probes (DailyDialog test, {probes['n']} cases, seed {probes['seed']})", "",
+              "Share of cases where the gold response outscores the variant.", ""]
+    metrics = list(next(iter(probes["accuracy"].values())))
+    lines += ["| probe | " + " | ".join(metrics) + " |", "| --- |" + " --- |" * len(metrics)]
+    for probe, accuracy in probes["accuracy"].items():
+        lines.append(f"| {probe} | " + " | ".join(f"{accuracy[m]:.3f}" for m in metrics) + " |")
+    lines += ["", "## Figures", ""] + [f"![{p}]({p})" for p in report["figures"]]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.human_correlation")
+    parser.add_argument("--checkpoint", default="default", help="'default', a directory, or a Hub repo id")
+    parser.add_argument("--revision", default=None)
+    parser.add_argument("--untuned-checkpoint", default=None,
+                        help="DEnsity with the untuned backbone, as a baseline (skipped if not given)")
+    parser.add_argument("--data-dir", default="../shared/data")
+    parser.add_argument("--sets", nargs="*", default=None, help="only these sets (file names without .normalized.jsonl)")
+    parser.add_argument("--limit", type=int, default=0, help="first N rows per set (for quick trials)")
+    parser.add_argument("--no-facts", action="store_true", help="do not put persona/fact lines in front of contexts")
+    parser.add_argument("--probes", type=int, default=500)
+    parser.add_argument("--histogram-pairs", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    logging.getLogger("absl").setLevel(logging.WARNING)  # rouge-score logs every scorer it builds
+    started = time.perf_counter()
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    def load(checkpoint, revision=None):
+        return DensityScorer(checkpoint, revision, dtype=args.dtype, batch_size=args.batch_size)
+
+    scorer = load(args.checkpoint, args.revision)
+    columns = [ModelColumns(scorer, "")]
+    if args.untuned_checkpoint:
+        columns.append(ModelColumns(load(args.untuned_checkpoint), "untuned"))
+    sets = load_sets(args.data_dir, args.sets)
+    if args.limit:
+        for judgments in sets:
+            judgments.rows = judgments.rows[: args.limit]
+    report = {
+        "checkpoint": scorer.checkpoint.source,
+        "revision": scorer.checkpoint.revision,
+        "signature": scorer.signature,
+        "date": datetime.date.today().isoformat(),
+        "command": "python -m benchmarks.human_correlation " + " ".join(argv or __import__("sys").argv[1:]),
+        "with_facts": not args.no_facts,
+        "sets": {},
+        "figures": [],
+        "notes": [
+            "classifier score f(c,r): not reported; checkpoint format 1 stores no classification head "
+            "(train/ will add one), and no number is filled in from elsewhere.",
+        ],
+    }
+    if not args.untuned_checkpoint:
+        report["notes"].append("no --untuned-checkpoint given, so no untuned-backbone baseline column.")
+    for judgments in sets:
+        logger.info("scoring %s (%d rows)", judgments.name, len(judgments.rows))
+        if judgments.level == "dialogue":
+            report["sets"][judgments.name] = evaluate_dialogue_set(judgments, scorer)
+            continue
+        result = evaluate_turn_set(judgments, columns, with_facts=not args.no_facts)
+        figure = f"scatter_{judgments.name}.png"
+        plot_scatter(judgments.name, result.pop("_human"), result["_values"]["DEnsity"], args.out / figure, "DEnsity s(r)")
+        report["figures"].append(figure)
+        result.pop("_values")
+        report["sets"][judgments.name] = result
+
+    data_dir = Path(args.data_dir) / "dailydialog"
+    test_dialogues = list(load_dailydialog(data_dir, "test")["turns"])
+    report["probes"] = run_probes(test_dialogues, columns, args.probes, args.seed)
+    cases = make_probes(list(load_dailydialog(data_dir, "validation")["turns"]), args.histogram_pairs, args.seed)
+    contexts = [case["context"] for case in cases]
+    gold = scorer.score(contexts, [case["gold"] for case in cases]).scores
+    random_ = scorer.score(contexts, [case["random"] for case in cases]).scores
+    plot_histogram(gold, random_, args.out / "histogram_gold_vs_random.png", "DEnsity s(r)")
+    report["figures"].append("histogram_gold_vs_random.png")
+    report["gold_vs_random_validation"] = {"n": len(cases), "share_gold_higher": float(np.mean(gold > random_))}
+    report["seconds"] = round(time.perf_counter() - started, 1)
+
+    (args.out / "human_correlation.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    (args.out / "human_correlation.md").write_text(markdown(report))
+    logger.info("wrote %s in %.0f s", args.out / "human_correlation.md", report["seconds"])
+
+
+if __name__ == "__main__":
+    main()

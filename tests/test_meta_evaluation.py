@@ -1,0 +1,118 @@
+"""Meta-evaluation: statistics against scipy, protocol filters and probes by hand, and one end-to-end run."""
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import pearsonr, spearmanr
+
+from benchmarks.human_correlation import correlation, main
+from benchmarks.probes import echo, make_probes, repetition, shuffled, speaker_confused
+from benchmarks.sets import JudgmentSet, apply_protocol, context_of, mad_filtered_mean
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def test_correlation_is_scipys_pearson_and_spearman_times_100():
+    metric = np.array([0.1, 0.4, 0.35, 0.8, 0.7, 0.2])
+    human = np.array([1.0, 3.0, 2.0, 5.0, 5.0, 1.5])
+    result = correlation(metric, human)
+    assert result["pearson"] == pytest.approx(100 * pearsonr(metric, human).statistic)
+    assert result["spearman"] == pytest.approx(100 * spearmanr(metric, human).statistic)
+    assert result["pearson_p"] == pytest.approx(pearsonr(metric, human).pvalue)
+    assert result["n"] == 6
+
+
+def rows(n, ground_truth_at):
+    return [
+        {"context": ["c"], "response": f"r{i}", "score": float(i), "score_density": i / 10,
+         "system": "ground-truth" if i in ground_truth_at else "S2S"}
+        for i in range(n)
+    ]  # fmt: skip
+
+
+def test_paper_protocol_on_a_zhao_set_keeps_last_80_percent_without_ground_truth():
+    judgments = JudgmentSet("toy_zhao", rows(10, ground_truth_at={0, 5}))
+    index, human = apply_protocol(judgments, "paper")
+    # last 8 rows are 2..9; row 5 is ground truth -> 7 rows, rated by score_density
+    assert index.tolist() == [2, 3, 4, 6, 7, 8, 9]
+    assert human.tolist() == [0.2, 0.3, 0.4, 0.6, 0.7, 0.8, 0.9]
+
+
+def test_paper_protocol_elsewhere_only_drops_ground_truth_and_full_keeps_all():
+    judgments = JudgmentSet("toy_usr", rows(6, ground_truth_at={3}))
+    judgments.rows[1]["system"] = "Original Ground Truth"
+    index, human = apply_protocol(judgments, "paper")
+    assert index.tolist() == [0, 2, 4, 5] and human.tolist() == [0.0, 2.0, 4.0, 5.0]
+    assert apply_protocol(judgments, "full")[0].tolist() == list(range(6))
+
+
+@pytest.mark.parametrize(
+    "ratings, expected",
+    [
+        ([5, 5, 4, 1], (1 + 1 + 0.75) / 3),  # median 4.5, MAD 0.5 -> 1 is outside 4.5 +- 0.74
+        ([3, 3, 3, 3], 0.5),
+        ([1, 5, 5, 5], 1.0),  # MAD 0: only ratings equal to the median stay
+        ([2, 3, 4, 5], (0.25 + 0.5 + 0.75 + 1) / 4),  # median 3.5, MAD 1 -> all within 1.48
+    ],
+)
+def test_mad_filter_by_hand(ratings, expected):
+    assert mad_filtered_mean(ratings) == pytest.approx(expected)
+
+
+@pytest.mark.skipif(not (DATA / "zhao2020").is_dir(), reason="shared data not beside the checkout")
+def test_mad_filter_reproduces_the_authors_score_density_on_dailydialog_zhao():
+    lines = (DATA / "zhao2020" / "dailydialog_zhao.normalized.jsonl").read_text().splitlines()
+    for row in map(json.loads, lines):
+        assert mad_filtered_mean(row["annotations"]["appropriateness"]) == pytest.approx(row["score_density"])
+
+
+def test_facts_go_in_front_of_the_context_only_when_asked():
+    row = {"context": ["hi"], "fact": ["your persona: i like dogs."]}
+    assert context_of(row, with_facts=True) == ["your persona: i like dogs.", "hi"]
+    assert context_of(row, with_facts=False) == ["hi"]
+    assert context_of({"context": ["hi"], "fact": "a fact"}, with_facts=True) == ["a fact", "hi"]
+
+
+def test_probe_generators_on_handwritten_examples():
+    context = ["how are you ?", "fine , and you ?"]
+    assert repetition("i am good .") == "i i am am good good . ."
+    assert speaker_confused(context, "i am good .") == "fine , and you ? i am good ."
+    assert echo(context) == "fine , and you ?"
+    words = shuffled("one two three four", random.Random(0))
+    assert sorted(words.split()) == sorted("one two three four".split()) and words != "one two three four"
+
+
+def test_make_probes_is_seeded_and_random_response_comes_from_another_dialogue():
+    dialogues = [["a1", "a2", "a3"], ["b1", "b2"], ["c1", "c2", "c3", "c4"]]
+    cases = make_probes(dialogues, n=4, seed=3)
+    assert cases == make_probes(dialogues, n=4, seed=3)
+    for case in cases:
+        source = next(d for d in dialogues if case["gold"] in d)
+        assert case["random"] not in source
+        assert case["context"] == source[: source.index(case["gold"])]
+
+
+@pytest.mark.skipif(not (DATA / "dailydialog").is_dir(), reason="shared data not beside the checkout")
+def test_whole_command_on_a_small_slice_writes_table_json_and_figures(tiny_checkpoint, tmp_path):
+    main([
+        "--checkpoint", str(tiny_checkpoint), "--untuned-checkpoint", str(tiny_checkpoint),
+        "--data-dir", str(DATA), "--sets", "dailydialog_zhao", "convai2_usr", "fed_dialogue",
+        "--limit", "60", "--probes", "20", "--histogram-pairs", "30", "--dtype", "float32", "--out", str(tmp_path),
+    ])  # fmt: skip
+    report = json.loads((tmp_path / "human_correlation.json").read_text())
+    assert set(report["sets"]) == {"dailydialog_zhao", "convai2_usr", "fed_dialogue"}
+    zhao = report["sets"]["dailydialog_zhao"]
+    assert zhao["full"]["DEnsity"]["n"] == 60
+    assert zhao["paper"]["DEnsity"]["n"] == len(apply_protocol(JudgmentSet("dailydialog_zhao", [
+        json.loads(line) for line in (DATA / "zhao2020" / "dailydialog_zhao.normalized.jsonl").read_text().splitlines()[:60]
+    ]), "paper")[0])  # fmt: skip
+    assert {"BLEU-2", "ROUGE-L", "untuned DEnsity"} <= set(zhao["full"])
+    assert "DEnsity dialogue (mean)" in report["sets"]["fed_dialogue"]["full"]
+    assert set(report["probes"]["accuracy"]) == {"random", "repetition", "speaker_confused", "echo", "shuffled"}
+    for figure in report["figures"]:
+        assert (tmp_path / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = (tmp_path / "human_correlation.md").read_text()
+    assert "## Protocol: paper" in table and "| dailydialog_zhao | 60 |" in table
