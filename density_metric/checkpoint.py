@@ -5,6 +5,8 @@ A checkpoint is a directory (or a Hub model repo) holding::
     density_config.json          format version, input settings, score definition
     density_gaussian.safetensors mean (d,) f64, precision (d, d) f64, n_samples () i64,
                                  quantiles (k,) f64; metadata: format_version, estimator
+    density_head.safetensors     optional: the response-selection head f(c, r) = weight . g + bias,
+                                 weight (d,) f32, bias () f32 (written by train/)
     config.json                  transformers config of the encoder
     model.safetensors            encoder weights (BertModel without pooler)
     tokenizer.json, tokenizer_config.json, vocab.txt, ...   tokenizer files
@@ -39,11 +41,12 @@ logger = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 CONFIG_FILE = "density_config.json"
 GAUSSIAN_FILE = "density_gaussian.safetensors"
+HEAD_FILE = "density_head.safetensors"
 ENCODER_FILES = ("config.json", "model.safetensors")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
 CARD_FILE = "README.md"
 # What a Hub download fetches; nothing else in a repo (e.g. pickles) is ever read.
-HUB_PATTERNS = [CONFIG_FILE, GAUSSIAN_FILE, CARD_FILE, *ENCODER_FILES, *TOKENIZER_FILES, "added_tokens.json"]
+HUB_PATTERNS = [CONFIG_FILE, GAUSSIAN_FILE, HEAD_FILE, CARD_FILE, *ENCODER_FILES, *TOKENIZER_FILES, "added_tokens.json"]
 BUNDLED_DIR = Path(__file__).resolve().parent / "default"
 SCORE_DEFINITION = "-sqrt((g(c,r) - mean) precision (g(c,r) - mean)^T), g = last_hidden_state[:, 0]"
 
@@ -108,6 +111,7 @@ class Checkpoint:
     encoder_path: Path
     source: str
     revision: str
+    head: tuple[np.ndarray, float] | None = None
 
     @property
     def card(self) -> str:
@@ -139,9 +143,10 @@ def save_checkpoint(
     *,
     model=None,
     tokenizer=None,
+    head: tuple[np.ndarray, float] | None = None,
     card: str | None = None,
 ) -> Path:
-    """Write a checkpoint directory: statistics, config, encoder and tokenizer, card.
+    """Write a checkpoint directory: statistics, config, encoder and tokenizer, head, card.
 
     ``model`` and ``tokenizer`` may be omitted only when ``config.encoder_package``
     names the package that holds them.
@@ -150,11 +155,19 @@ def save_checkpoint(
     directory.mkdir(parents=True, exist_ok=True)
     if (model is None or tokenizer is None) and config.encoder_package is None:
         raise ValueError("save_checkpoint needs model and tokenizer unless config.encoder_package is set")
-    if model is not None:
-        model.save_pretrained(directory, safe_serialization=True)
-    if tokenizer is not None:
-        tokenizer.save_pretrained(directory)
+    with quiet_transformers():
+        if model is not None:
+            model.save_pretrained(directory, safe_serialization=True)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(directory)
     save_gaussian(directory / GAUSSIAN_FILE, stats)
+    if head is not None:
+        weight, bias = head
+        save_file(
+            {"weight": np.asarray(weight, dtype=np.float32), "bias": np.asarray(bias, dtype=np.float32)},
+            str(directory / HEAD_FILE),
+            metadata={"format_version": str(FORMAT_VERSION)},
+        )
     (directory / CONFIG_FILE).write_text(json.dumps(config.to_dict(), indent=2) + "\n", encoding="utf-8")
     if card is not None:
         (directory / CARD_FILE).write_text(card, encoding="utf-8")
@@ -200,6 +213,25 @@ def load_gaussian(path: Path) -> GaussianStats:
     if int(tensors["n_samples"]) < 1:
         raise CheckpointError(path, f"n_samples must be positive, got {int(tensors['n_samples'])}")
     return GaussianStats(mean, precision, int(tensors["n_samples"]), estimator, quantiles)
+
+
+def load_head(path: Path, dim: int) -> tuple[np.ndarray, float] | None:
+    """Read and validate the optional ``density_head.safetensors``."""
+    if not path.is_file():
+        return None
+    try:
+        with safe_open(str(path), framework="numpy") as handle:
+            tensors = {key: handle.get_tensor(key) for key in handle.keys()}
+    except Exception as err:
+        raise CheckpointError(path, f"is not a readable safetensors file ({err})") from None
+    weight, bias = tensors.get("weight"), tensors.get("bias")
+    if weight is None or bias is None:
+        raise CheckpointError(path, "needs tensors 'weight' and 'bias'")
+    if weight.shape != (dim,) or bias.shape != ():
+        raise CheckpointError(path, f"weight must be ({dim},) and bias (), got {weight.shape} and {bias.shape}")
+    if not (np.all(np.isfinite(weight)) and np.isfinite(bias)):
+        raise CheckpointError(path, "holds NaN or infinite values")
+    return weight.astype(np.float64), float(bias)
 
 
 def _encoder_path(path: Path, config: DensityConfig) -> Path:
@@ -250,6 +282,7 @@ def load_checkpoint(path: os.PathLike | str, *, source: str | None = None, revis
         encoder_path=encoder_path,
         source=source or str(path),
         revision=revision or "sha256:" + content_hash(path, encoder_path),
+        head=load_head(path / HEAD_FILE, stats.dim),
     )
 
 
@@ -257,6 +290,7 @@ def content_hash(path: Path, encoder_path: Path) -> str:
     """First 16 hex digits of a sha256 over the files that decide the scores."""
     digest = hashlib.sha256()
     files = [path / CONFIG_FILE, path / GAUSSIAN_FILE, *(encoder_path / name for name in ENCODER_FILES)]
+    files += [path / HEAD_FILE] if (path / HEAD_FILE).is_file() else []
     files += sorted(p for p in (encoder_path / name for name in TOKENIZER_FILES) if p.is_file())
     for file in files:
         digest.update(file.name.encode())

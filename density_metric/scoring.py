@@ -118,6 +118,17 @@ class DensityScorer:
             return np.zeros(0)
         return self.stats.distances(self.features(contexts, responses))
 
+    def classifier_scores(self, contexts: Sequence, responses: Sequence) -> np.ndarray:
+        """The response-selection score f(c, r) = w . g(c, r) + b of a trained checkpoint: (n,) float64.
+
+        A baseline, not DEnsity: the paper shows it is overconfident on unseen responses.
+        """
+        if self.checkpoint.head is None:
+            raise ValueError(f"checkpoint {self.checkpoint.source} has no classification head (density_head.safetensors)")
+        contexts, responses = check_pairs(contexts, responses)
+        weight, bias = self.checkpoint.head
+        return self.features(contexts, responses).astype(np.float64) @ weight + bias
+
     def result(self, distances: np.ndarray) -> DensityResult:
         """Raw and calibrated scores from distances."""
         return DensityResult(-distances, calibrate(distances, self.stats.quantiles), self.signature)

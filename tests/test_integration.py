@@ -70,7 +70,7 @@ def test_held_out_human_responses_are_calibrated_near_uniform(default_scorer):
     """The quantiles come from DailyDialog's validation pairs, so a sample of them scores ~U(0, 1)."""
     from train.corpora import load_dailydialog, response_pairs
 
-    contexts, responses = response_pairs(load_dailydialog(DAILYDIALOG, "validation")["turns"])
+    contexts, responses = response_pairs(load_dailydialog(DAILYDIALOG, "validation"))
     pick = np.random.default_rng(0).choice(len(responses), size=300, replace=False)
     calibrated = default_scorer.score([contexts[i] for i in pick], [responses[i] for i in pick]).calibrated
     assert abs(calibrated.mean() - 0.5) < 0.06
@@ -84,7 +84,7 @@ def test_cpu_bfloat16_ranks_real_pairs_like_float32(default_scorer):
 
     from train.corpora import load_dailydialog, response_pairs
 
-    contexts, responses = response_pairs(load_dailydialog(DAILYDIALOG, "test")["turns"])
+    contexts, responses = response_pairs(load_dailydialog(DAILYDIALOG, "test"))
     pick = np.random.default_rng(1).choice(len(responses), size=300, replace=False)
     contexts, responses = [contexts[i] for i in pick], [responses[i] for i in pick]
     fp32 = DensityScorer(device="cpu", dtype="float32").score(contexts, responses)

@@ -17,7 +17,7 @@ def tiny_vocab() -> list[str]:
     return SPECIALS + WORDS + chars + ["##" + c for c in chars]
 
 
-def build_tiny_encoder(directory):
+def build_tiny_encoder(directory, initializer_range: float = 0.2):
     """A 2-layer, 32-dim random BERT and its WordPiece tokenizer, saved to ``directory``."""
     from transformers import BertConfig, BertModel, BertTokenizer
 
@@ -35,7 +35,7 @@ def build_tiny_encoder(directory):
         intermediate_size=64,
         max_position_embeddings=128,
         # At the default 0.02 a random encoder's [CLS] barely depends on its input (std ~1e-3).
-        initializer_range=0.2,
+        initializer_range=initializer_range,
     )
     model = BertModel(config, add_pooling_layer=False).eval()
     return model, tokenizer

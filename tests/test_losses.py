@@ -1,0 +1,53 @@
+"""Training losses against naive loops written from the equations."""
+
+import math
+
+import pytest
+import torch
+
+from train.losses import recall_and_mrr, selection_loss, supervised_contrastive_loss
+
+
+def naive_scl(features, group_size, tau, form):
+    """Eq. 4 of the paper, one anchor and one positive at a time."""
+    z = [f / f.norm() for f in features.double()]
+    rows = len(z)
+    gold = [i % group_size == 0 for i in range(rows)]
+    total, anchors = 0.0, 0
+    for i in range(rows):
+        positives = [p for p in range(rows) if p != i and gold[i] and gold[p]]
+        if not positives:
+            continue
+        denominator = sum(math.exp(float(z[i] @ z[a]) / tau) for a in range(rows) if a != i)
+        total += -sum(math.log(math.exp(float(z[i] @ z[p]) / tau) / denominator) for p in positives) / len(positives)
+        anchors += 1
+    return total / anchors if form == "paper" else total / rows
+
+
+@pytest.mark.parametrize("form", ["paper", "code"])
+@pytest.mark.parametrize("groups, group_size", [(4, 3), (2, 5), (3, 1)])
+def test_vectorised_contrastive_loss_equals_naive_double_loop(form, groups, group_size):
+    torch.manual_seed(groups * 10 + group_size)
+    features = torch.randn(groups * group_size, 8)
+    expected = naive_scl(features, group_size, tau=0.1, form=form)
+    assert supervised_contrastive_loss(features, group_size, tau=0.1, form=form).item() == pytest.approx(expected, rel=1e-5)
+
+
+def test_contrastive_loss_is_zero_without_a_second_gold_row():
+    features = torch.randn(4, 8, requires_grad=True)
+    loss = supervised_contrastive_loss(features, group_size=4)
+    assert loss.item() == 0.0
+    loss.backward()  # still part of the graph
+
+
+def test_selection_loss_is_cross_entropy_with_gold_first():
+    logits = torch.tensor([2.0, 0.0, 1.0, -1.0, 3.0, 0.5])
+    expected = (-math.log(math.exp(2) / (math.exp(2) + 1 + math.exp(1))) - math.log(math.exp(-1) / (math.exp(-1) + math.exp(3) + math.exp(0.5)))) / 2
+    assert selection_loss(logits, group_size=3).item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_recall_at_1_and_mrr_by_hand():
+    logits = torch.tensor([2.0, 0.0, 1.0, -1.0, 3.0, 0.5, 0.0, 1.0, 2.0])
+    recall, mrr = recall_and_mrr(logits, group_size=3)
+    assert recall.tolist() == [1.0, 0.0, 0.0]
+    assert mrr.tolist() == pytest.approx([1.0, 1 / 3, 1 / 3])

