@@ -79,7 +79,7 @@ def main(argv=None) -> None:
     parser.add_argument("--json", default=None, help="also write the results here")
     args = parser.parse_args(argv)
 
-    contexts, responses = response_pairs(load_dailydialog(args.data_dir, "test")["turns"])
+    contexts, responses = response_pairs(load_dailydialog(args.data_dir, "test"))
     pick = np.random.default_rng(0).choice(len(responses), size=min(args.pairs, len(responses)), replace=False)
     contexts, responses = [contexts[i] for i in pick], [responses[i] for i in pick]
     naive_n = args.naive_pairs or len(responses)
