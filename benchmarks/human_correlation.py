@@ -52,11 +52,15 @@ class ModelColumns:
         distances = self.scorer.stats.distances(features)
         result = self.scorer.result(distances)
         euclidean = np.linalg.norm(features.astype(np.float64) - self.scorer.stats.mean, axis=1)
-        return {
+        columns = {
             f"{self.prefix}DEnsity": result.scores,
             f"{self.prefix}DEnsity (calibrated)": result.calibrated,
             f"{self.prefix}-Euclidean to mean": -euclidean,
         }
+        if self.scorer.checkpoint.head is not None:
+            weight, bias = self.scorer.checkpoint.head
+            columns[f"{self.prefix}f(c,r) classifier"] = features.astype(np.float64) @ weight + bias
+        return columns
 
 
 def reference_columns(rows: list[dict]) -> dict[str, np.ndarray]:
@@ -233,11 +237,11 @@ def main(argv=None) -> None:
         "with_facts": not args.no_facts,
         "sets": {},
         "figures": [],
-        "notes": [
-            "classifier score f(c,r): not reported; checkpoint format 1 stores no classification head "
-            "(train/ will add one), and no number is filled in from elsewhere.",
-        ],
+        "notes": [],
     }
+    if scorer.checkpoint.head is None:
+        report["notes"].append("classifier score f(c,r): not reported, the checkpoint has no classification head "
+                               "(density_head.safetensors); no number is filled in from elsewhere.")  # fmt: skip
     if not args.untuned_checkpoint:
         report["notes"].append("no --untuned-checkpoint given, so no untuned-backbone baseline column.")
     for judgments in sets:

@@ -2,11 +2,15 @@
 
 import json
 import random
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from safetensors.numpy import save_file
 from scipy.stats import pearsonr, spearmanr
+
+from density_metric.checkpoint import HEAD_FILE
 
 from benchmarks.human_correlation import correlation, main
 from benchmarks.probes import echo, make_probes, repetition, shuffled, speaker_confused
@@ -97,8 +101,10 @@ def test_make_probes_is_seeded_and_random_response_comes_from_another_dialogue()
 
 @pytest.mark.skipif(not (DATA / "dailydialog").is_dir(), reason="shared data not beside the checkout")
 def test_whole_command_on_a_small_slice_writes_table_json_and_figures(tiny_checkpoint, tmp_path):
+    with_head = shutil.copytree(tiny_checkpoint, tmp_path / "with_head")
+    save_file({"weight": np.linspace(-1, 1, 32, dtype=np.float32), "bias": np.array(0.5, dtype=np.float32)}, str(with_head / HEAD_FILE))
     main([
-        "--checkpoint", str(tiny_checkpoint), "--untuned-checkpoint", str(tiny_checkpoint),
+        "--checkpoint", str(with_head), "--untuned-checkpoint", str(tiny_checkpoint),
         "--data-dir", str(DATA), "--sets", "dailydialog_zhao", "convai2_usr", "fed_dialogue",
         "--limit", "60", "--probes", "20", "--histogram-pairs", "30", "--dtype", "float32", "--out", str(tmp_path),
     ])  # fmt: skip
@@ -109,7 +115,8 @@ def test_whole_command_on_a_small_slice_writes_table_json_and_figures(tiny_check
     assert zhao["paper"]["DEnsity"]["n"] == len(apply_protocol(JudgmentSet("dailydialog_zhao", [
         json.loads(line) for line in (DATA / "zhao2020" / "dailydialog_zhao.normalized.jsonl").read_text().splitlines()[:60]
     ]), "paper")[0])  # fmt: skip
-    assert {"BLEU-2", "ROUGE-L", "untuned DEnsity"} <= set(zhao["full"])
+    assert {"BLEU-2", "ROUGE-L", "untuned DEnsity", "f(c,r) classifier"} <= set(zhao["full"])
+    assert "f(c,r) classifier" in report["probes"]["accuracy"]["random"]
     assert "DEnsity dialogue (mean)" in report["sets"]["fed_dialogue"]["full"]
     assert set(report["probes"]["accuracy"]) == {"random", "repetition", "speaker_confused", "echo", "shuffled"}
     for figure in report["figures"]:
