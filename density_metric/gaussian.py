@@ -9,7 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-ESTIMATORS = ("pinv",)
+# pinv: the authors' maximum-likelihood covariance; ledoit-wolf / oas: shrunk towards a
+# scaled identity (Ledoit & Wolf 2004; Chen et al. 2010), then inverted the same way.
+ESTIMATORS = ("pinv", "ledoit-wolf", "oas")
 # Eigenvalues of the covariance below this fraction of the largest are dropped by the
 # pseudo-inverse. Features are float32 (rounding ~6e-8 relative), so variances that small
 # are rounding noise; the main case is the exact null direction of the encoder's final
@@ -31,6 +33,10 @@ class GaussianAccumulator:
         self.n = 0
         self.mean = np.zeros(dim, dtype=np.float64)
         self._scatter = np.zeros((dim, dim), dtype=np.float64)  # sum of centred outer products
+        # Raw sums for the fourth moment that Ledoit-Wolf needs, a = ||x||^2: sum a, sum a^2, sum a x.
+        self._sum_a = 0.0
+        self._sum_a2 = 0.0
+        self._sum_ax = np.zeros(dim, dtype=np.float64)
 
     def update(self, features: np.ndarray) -> None:
         """Add a batch. features: (m, d)."""
@@ -43,6 +49,9 @@ class GaussianAccumulator:
             other.mean = features.mean(axis=0)
             centred = features - other.mean
             other._scatter = centred.T @ centred
+            squared_norms = np.einsum("nd,nd->n", features, features)
+            other._sum_a, other._sum_a2 = squared_norms.sum(), (squared_norms**2).sum()
+            other._sum_ax = squared_norms @ features
             self.merge(other)
 
     def merge(self, other: "GaussianAccumulator") -> None:
@@ -54,6 +63,9 @@ class GaussianAccumulator:
         self._scatter += other._scatter + np.outer(delta, delta) * (self.n * other.n / n)
         self.mean = self.mean + delta * (other.n / n)
         self.n = n
+        self._sum_a += other._sum_a
+        self._sum_a2 += other._sum_a2
+        self._sum_ax = self._sum_ax + other._sum_ax
 
     @property
     def covariance(self) -> np.ndarray:
@@ -63,10 +75,41 @@ class GaussianAccumulator:
         return self._scatter / self.n
 
 
-def precision_matrix(covariance: np.ndarray, estimator: str = "pinv") -> np.ndarray:
-    """Precision P used in the score. ``pinv`` is the symmetric pseudo-inverse (authors' pinvh)."""
-    if estimator != "pinv":
+    def centred_fourth_moment(self) -> float:
+        """sum_i ||x_i - mean||^4, from the raw sums (expanding the square around the mean)."""
+        m, c = self.mean, float(self.mean @ self.mean)
+        second = self._scatter + self.n * np.outer(m, m)  # sum x x^T
+        return float(
+            self._sum_a2 - 4 * m @ self._sum_ax + 4 * m @ second @ m
+            + 2 * c * self._sum_a - 4 * c * self.n * c + self.n * c * c
+        )  # fmt: skip
+
+
+def shrunk_covariance(accumulator: GaussianAccumulator, estimator: str) -> tuple[np.ndarray, float]:
+    """(covariance, shrinkage): (1 - s) S + s (tr(S) / d) I for ``ledoit-wolf`` and ``oas``; S itself for ``pinv``."""
+    if estimator not in ESTIMATORS:
         raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
+    covariance, n = accumulator.covariance, accumulator.n
+    if estimator == "pinv":
+        return covariance, 0.0
+    dim = covariance.shape[0]
+    scale = np.trace(covariance) / dim
+    target_distance = np.sum((covariance - scale * np.eye(dim)) ** 2) / dim  # d^2 (Ledoit & Wolf, lemma 3.2)
+    if estimator == "ledoit-wolf":
+        # b^2 = 1/n^2 sum_i ||x_i x_i^T - S||_F^2 / d, with sum_i x_i x_i^T = n S for centred x.
+        spread = (accumulator.centred_fourth_moment() - n * np.sum(covariance**2)) / (n * n * dim)
+        shrinkage = 0.0 if target_distance == 0 else min(spread, target_distance) / target_distance
+    else:  # Chen et al. (2010), eq. 23, with the trace forms of S
+        mean_square = np.sum(covariance**2) / dim**2
+        denominator = (n + 1) * (mean_square - scale**2 / dim)
+        shrinkage = 1.0 if denominator == 0 else min((mean_square + scale**2) / denominator, 1.0)
+    shrunk = (1 - shrinkage) * covariance
+    shrunk[np.diag_indices(dim)] += shrinkage * scale
+    return shrunk, float(shrinkage)
+
+
+def precision_matrix(covariance: np.ndarray) -> np.ndarray:
+    """Precision P used in the score: the symmetric pseudo-inverse (the authors' pinvh)."""
     precision = np.linalg.pinv(covariance, rtol=PINV_RTOL, hermitian=True)
     return (precision + precision.T) / 2
 
@@ -116,9 +159,10 @@ class GaussianStats:
         ``heldout_distances_fn`` takes the fitted (uncalibrated) stats and returns the
         distances of held-out human responses; without it, calibration is left empty.
         """
+        covariance, _ = shrunk_covariance(accumulator, estimator)
         stats = cls(
             mean=accumulator.mean.copy(),
-            precision=precision_matrix(accumulator.covariance, estimator),
+            precision=precision_matrix(covariance),
             n_samples=accumulator.n,
             estimator=estimator,
             quantiles=np.zeros(0),

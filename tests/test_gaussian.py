@@ -3,7 +3,14 @@
 import numpy as np
 import pytest
 
-from density_metric.gaussian import GaussianAccumulator, GaussianStats, calibrate, mahalanobis, precision_matrix
+from density_metric.gaussian import (
+    GaussianAccumulator,
+    GaussianStats,
+    calibrate,
+    mahalanobis,
+    precision_matrix,
+    shrunk_covariance,
+)
 
 
 def reference_distance(features, mean, precision):
@@ -79,5 +86,58 @@ def test_fit_stores_quantiles_of_heldout_distances():
 
 
 def test_unknown_estimator_is_rejected():
+    accumulator = GaussianAccumulator(2)
+    accumulator.update(np.eye(2))
     with pytest.raises(ValueError, match="estimator"):
-        precision_matrix(np.eye(2), "ledoit-wolf-typo")
+        shrunk_covariance(accumulator, "ledoit-wolf-typo")
+
+
+def streamed(features, chunks=(7, 100, 101)):
+    """Two accumulators over the chunks, merged, as a distributed fit would."""
+    left, right = GaussianAccumulator(features.shape[1]), GaussianAccumulator(features.shape[1])
+    parts = np.array_split(features, chunks)
+    for part in parts[:2]:
+        left.update(part)
+    for part in parts[2:]:
+        right.update(part)
+    left.merge(right)
+    return left
+
+
+def test_streamed_fourth_moment_equals_direct_computation_far_from_the_origin():
+    rng = np.random.default_rng(6)
+    features = rng.normal(0, 1, size=(500, 6)) * [1, 2, 3, 0.5, 1, 1] + 40.0
+    centred = features - features.mean(0)
+    expected = np.sum(np.sum(centred**2, axis=1) ** 2)
+    assert streamed(features).centred_fourth_moment() == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("estimator", ["ledoit-wolf", "oas"])
+def test_shrunk_covariance_equals_scikit_learn(estimator):
+    from sklearn.covariance import ledoit_wolf, oas
+
+    rng = np.random.default_rng(7)
+    features = rng.normal(size=(300, 20)) @ rng.normal(size=(20, 20)) + 3.0
+    expected, expected_shrinkage = (ledoit_wolf if estimator == "ledoit-wolf" else oas)(features)
+    covariance, shrinkage = shrunk_covariance(streamed(features), estimator)
+    assert shrinkage == pytest.approx(expected_shrinkage, rel=1e-7)
+    np.testing.assert_allclose(covariance, expected, rtol=1e-8, atol=1e-10)
+
+
+def test_shrinkage_estimators_give_a_full_rank_precision_where_pinv_cannot():
+    rng = np.random.default_rng(8)
+    features = rng.normal(size=(10, 30))  # fewer samples than dimensions
+    accumulator = streamed(features, chunks=(5,))
+    assert np.linalg.matrix_rank(GaussianStats.fit(accumulator).precision) < 30
+    assert np.linalg.matrix_rank(GaussianStats.fit(accumulator, estimator="ledoit-wolf").precision) == 30
+
+
+def test_saved_moments_reload_to_the_same_shrunk_covariance(tmp_path):
+    from train.fit import load_moments, save_moments
+
+    rng = np.random.default_rng(9)
+    accumulator = streamed(rng.normal(size=(200, 5)) + 2.0)
+    save_moments(tmp_path / "m.safetensors", accumulator)
+    reloaded = load_moments(tmp_path / "m.safetensors")
+    for estimator in ("pinv", "ledoit-wolf", "oas"):
+        np.testing.assert_allclose(shrunk_covariance(reloaded, estimator)[0], shrunk_covariance(accumulator, estimator)[0])

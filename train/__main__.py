@@ -17,6 +17,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from density_metric.checkpoint import DensityConfig, load_encoder, load_head, save_checkpoint
+from density_metric.gaussian import ESTIMATORS
 
 from .card import card_fields, render_card
 from .corpora import load_convai2, load_dailydialog, load_hub_dialogues, load_jsonl_dialogues, response_pairs
@@ -43,7 +44,8 @@ def load_corpus(args) -> tuple:
 
 
 def fit_and_write(encoder_dir, config: DensityConfig, train_pairs, valid_pairs, out: Path, *, card=None,
-                  moments=None, batch_size=64, device="auto", dtype="float32", reference_package=False) -> dict:  # fmt: skip
+                  moments=None, batch_size=64, device="auto", dtype="float32", reference_package=False,
+                  estimator="pinv") -> dict:  # fmt: skip
     """Fit the Gaussian with the encoder at ``encoder_dir`` and write a checkpoint to ``out``."""
     encoder = load_encoder(encoder_dir, config, device=device, dtype=dtype)
     started = time.perf_counter()
@@ -54,7 +56,7 @@ def fit_and_write(encoder_dir, config: DensityConfig, train_pairs, valid_pairs, 
         accumulator = accumulate_features(encoder, *train_pairs, batch_size=batch_size)
         if moments:
             save_moments(moments, accumulator)
-    stats = fit_from_moments(encoder, accumulator, valid_pairs, batch_size=batch_size)
+    stats = fit_from_moments(encoder, accumulator, valid_pairs, batch_size=batch_size, estimator=estimator)
     head = None if reference_package else load_head(Path(encoder_dir) / "density_head.safetensors", stats.dim)
     save_checkpoint(
         out,
@@ -88,7 +90,7 @@ def fit_command(args) -> None:
     card = Path(args.card).read_text(encoding="utf-8") if args.card else None
     report = fit_and_write(backbone_path(args.encoder), config, train_pairs, valid_pairs, args.out, card=card,
                            moments=args.moments, batch_size=args.batch_size, device=args.device, dtype=args.dtype,
-                           reference_package=args.reference_package)  # fmt: skip
+                           reference_package=args.reference_package, estimator=args.estimator)  # fmt: skip
     print(json.dumps(report, indent=2))
 
 
@@ -117,10 +119,10 @@ def train_command(args) -> None:
     card = render_card(card_fields(
         config=config, corpus=args.corpus, name=name, repo_id=args.repo_id or f"<org>/{name}", metrics=best,
         train_pairs=len(train_pairs[1]), valid_pairs=len(valid_pairs[1]),
-        command="python -m train " + shlex.join(args.argv),
+        command="python -m train " + shlex.join(args.argv), estimator=args.estimator,
     ))  # fmt: skip
     report = fit_and_write(args.out / "best", density_config, train_pairs, valid_pairs, args.out / "checkpoint",
-                           card=card, batch_size=args.fit_batch_size)  # fmt: skip
+                           card=card, batch_size=args.fit_batch_size, estimator=args.estimator)  # fmt: skip
     print(json.dumps({"progress": progress, "best": best, "fit": report}, indent=2))
 
 
@@ -150,6 +152,7 @@ def main(argv=None) -> None:
     train.add_argument("--name", default="")
     train.add_argument("--repo-id", default=None, help="for the model card's usage example")
     train.add_argument("--fit-batch-size", type=int, default=64)
+    train.add_argument("--estimator", choices=ESTIMATORS, default="pinv", help="covariance estimator of the Gaussian")
     train.add_argument("--max-minutes", type=float, default=0,
                        help="save the state and stop after this long (rerun to resume); 0: run to the end")
     defaults = {"backbone": "bert-base-uncased (or 'minilm', offline)"}
@@ -179,6 +182,7 @@ def main(argv=None) -> None:
     fit.add_argument("--max-response-length", type=int, default=128)
     fit.add_argument("--turn-separator", default="[SEP]")
     fit.add_argument("--batch-size", type=int, default=64)
+    fit.add_argument("--estimator", choices=ESTIMATORS, default="pinv", help="covariance estimator of the Gaussian")
     fit.add_argument("--device", default="auto")
     fit.add_argument("--dtype", default="float32")
     fit.add_argument("--limit", type=int, default=0, help="use only the first N pairs of each split (for trials)")

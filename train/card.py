@@ -20,7 +20,7 @@ def render_card(fields: dict, template: Path = TEMPLATE) -> str:
 
 
 def card_fields(*, config, corpus: str, name: str, repo_id: str, metrics: dict, train_pairs: int,
-                valid_pairs: int, command: str) -> dict:  # fmt: skip
+                valid_pairs: int, command: str, estimator: str = "pinv") -> dict:  # fmt: skip
     dataset, dataset_name, license_, note = DATASETS.get(
         corpus, (corpus, corpus, "other", "Check the training corpus's licence before use.")
     )
@@ -48,4 +48,9 @@ def card_fields(*, config, corpus: str, name: str, repo_id: str, metrics: dict, 
         "batch_size": config.batch_size,
         "warmup_steps": config.warmup_steps,
         "command": command,
+        "estimator": {
+            "pinv": "maximum-likelihood covariance in float64, symmetric pseudo-inverse",
+            "ledoit-wolf": "Ledoit-Wolf shrunk covariance in float64, symmetric pseudo-inverse",
+            "oas": "OAS shrunk covariance in float64, symmetric pseudo-inverse",
+        }[estimator],
     }

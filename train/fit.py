@@ -53,7 +53,14 @@ def fit_from_moments(
 def save_moments(path, accumulator: GaussianAccumulator) -> None:
     """Keep the raw moments beside a checkpoint so other estimators can be tried without re-encoding."""
     save_file(
-        {"mean": accumulator.mean, "covariance": accumulator.covariance, "n_samples": np.asarray(accumulator.n)},
+        {
+            "mean": accumulator.mean,
+            "covariance": accumulator.covariance,
+            "n_samples": np.asarray(accumulator.n),
+            "sum_a": np.asarray(accumulator._sum_a),
+            "sum_a2": np.asarray(accumulator._sum_a2),
+            "sum_ax": accumulator._sum_ax,
+        },
         str(path),
     )
 
@@ -64,4 +71,6 @@ def load_moments(path) -> GaussianAccumulator:
     accumulator.n = int(tensors["n_samples"])
     accumulator.mean = tensors["mean"]
     accumulator._scatter = tensors["covariance"] * accumulator.n
+    accumulator._sum_a, accumulator._sum_a2 = float(tensors["sum_a"]), float(tensors["sum_a2"])
+    accumulator._sum_ax = tensors["sum_ax"]
     return accumulator
