@@ -1,0 +1,250 @@
+"""DEnsity demo for a Hugging Face Space: score replies, a whole dialogue, or a file.
+
+    python app.py                       # serves on http://127.0.0.1:7860 with the bundled checkpoint
+    DENSITY_CHECKPOINT=org/repo python app.py
+    DENSITY_CHECKPOINTS=org/a,org/b python app.py   # more choices in the checkpoint dropdown
+
+API (gradio_client): /score_replies, /score_dialogue, /score_file, /about.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import tempfile
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+import gradio as gr  # noqa: E402
+import numpy as np  # noqa: E402
+
+from density_metric import DensityScorer  # noqa: E402
+from density_metric.cli import file_format, parse_row, read_records, write_records  # noqa: E402
+
+logger = logging.getLogger("density_app")
+
+BUNDLED = "bundled"
+MAX_TURNS = 40
+MAX_CHARS = 4000  # per text field
+MAX_CANDIDATES = 10
+MAX_ROWS = 2000  # per uploaded file
+CONCURRENCY = 2
+
+EXAMPLES = [
+    ["Hi! How was your weekend?\nPretty good. I finally went to that new Italian place downtown.",
+     "Oh nice, how was the food? I've heard their pasta is amazing.\n"
+     "The mitochondria is the powerhouse of the cell.\n"
+     "Italian Italian place place downtown downtown downtown.\n"
+     "Pretty good. I finally went to that new Italian place downtown."],
+    ["Excuse me, could you tell me where the train station is?",
+     "Sure, go straight two blocks and turn left. You can't miss it.\nI like turtles.\nstation station station"],
+]  # fmt: skip
+DIALOGUE_EXAMPLE = (
+    "Hi, can I help you?\nYes, I'm looking for a birthday present for my sister.\n"
+    "How old is she?\nShe's turning twenty.\nHow about this scarf? It's very popular this season.\n"
+    "Scarf scarf scarf."
+)
+
+
+class UserError(gr.Error):
+    """A problem with the input, shown to the user as is (and not logged as a server error)."""
+
+    def __init__(self, message: str):
+        super().__init__(message, title="Please check the input", print_exception=False)
+
+
+def friendly(function):
+    """Input problems become a clear message; anything else is logged and never shown as a traceback."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except gr.Error:
+            raise
+        except ValueError as err:
+            raise UserError(str(err)) from None
+        except Exception:
+            logger.exception("request failed")
+            raise gr.Error("Something went wrong while scoring; please try again or check the input.") from None
+
+    return wrapper
+
+
+def lines(text: str | None, field: str, limit: int) -> list[str]:
+    if text is None or not text.strip():
+        raise UserError(f"{field} is empty: write one item per line.")
+    if len(text) > MAX_CHARS:
+        raise UserError(f"{field} has {len(text):,} characters; the demo takes at most {MAX_CHARS:,}.")
+    items = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(items) > limit:
+        raise UserError(f"{field} has {len(items)} lines; the demo takes at most {limit}.")
+    return items
+
+
+class Scorers:
+    """One loaded DensityScorer per checkpoint, created on first use (thread-safe)."""
+
+    def __init__(self, default: str | None):
+        self.default = default or BUNDLED
+        self._scorers: dict[str, DensityScorer] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, name: str | None) -> DensityScorer:
+        name = name or self.default
+        with self._lock:
+            if name not in self._scorers:
+                self._scorers[name] = DensityScorer(None if name == BUNDLED else name, progress=False)
+            return self._scorers[name]
+
+
+def distribution_plot(scorer: DensityScorer, labels: list[str], scores: np.ndarray):
+    """Where each candidate's raw score falls on the held-out human responses' distribution."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    human = -scorer.stats.quantiles[::-1]  # raw scores of held-out human replies, ascending
+    density, edges = np.histogram(human, bins=40, weights=np.full(len(human), 1.0 / len(human)))
+    fig, ax = plt.subplots(figsize=(7, 3.2), dpi=110)
+    ax.fill_between((edges[:-1] + edges[1:]) / 2, density, step="mid", alpha=0.35, label="human replies")
+    for i, (label, value) in enumerate(zip(labels, scores)):
+        ax.axvline(value, color=f"C{(i % 9) + 1}", linewidth=2, label=f"#{i + 1} {label[:30]}")
+    ax.set(xlabel="DEnsity score s(r) (higher: more human-like)", yticks=[])
+    ax.legend(fontsize=7, loc="upper left", frameon=False)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[str, ...] = ()) -> gr.Blocks:
+    scorers = Scorers(default_checkpoint)
+    choices = list(dict.fromkeys([scorers.default, *extra_checkpoints]))
+
+    @friendly
+    def score_replies(context: str, candidates: str, checkpoint: str):
+        turns = lines(context, "Context", MAX_TURNS)
+        replies = lines(candidates, "Candidate replies", MAX_CANDIDATES)
+        scorer = scorers(checkpoint)
+        result = scorer.score([turns] * len(replies), replies)
+        order = np.argsort(-result.scores, kind="stable")
+        table = [[rank + 1, replies[i], round(float(result.scores[i]), 3), round(float(result.calibrated[i]), 3)]
+                 for rank, i in enumerate(order)]  # fmt: skip
+        plot = distribution_plot(scorer, [replies[i] for i in order], result.scores[order])
+        return table, plot
+
+    @friendly
+    def score_dialogue(dialogue: str, aggregate: str, checkpoint: str):
+        turns = lines(dialogue, "Dialogue", MAX_TURNS)
+        if len(turns) < 2:
+            raise UserError("A dialogue needs at least 2 turns, one per line.")
+        result = scorers(checkpoint).score_dialogue(turns, aggregate=aggregate)
+        rows = [[i + 2, turns[i + 1], round(s, 3), round(c, 3)]
+                for i, (s, c) in enumerate(zip(result["turn_scores"], result["turn_calibrated"]))]  # fmt: skip
+        chart = {"turn": [r[0] for r in rows], "calibrated": [r[3] for r in rows]}
+        import pandas as pd
+
+        summary = f"**Dialogue score ({aggregate}): {result['score']:.3f}**, mean calibrated {np.mean(result['turn_calibrated']):.3f}"
+        return summary, rows, pd.DataFrame(chart)
+
+    @friendly
+    def score_file(upload, context_sep: str, checkpoint: str, progress=gr.Progress(track_tqdm=True)):
+        if upload is None:
+            raise UserError("Upload a .jsonl or .csv file with 'context' and 'response' columns.")
+        path = Path(upload if isinstance(upload, str) else upload.name)
+        try:
+            fmt = file_format(path, None)
+        except SystemExit:
+            raise UserError(f"{path.name}: use a .jsonl or .csv file.") from None
+        try:
+            records = read_records(path, fmt)
+        except Exception as err:
+            raise UserError(f"{path.name} could not be read: {err}") from None
+        if not records:
+            raise UserError(f"{path.name} has no rows.")
+        if len(records) > MAX_ROWS:
+            raise UserError(f"{path.name} has {len(records):,} rows; the demo takes at most {MAX_ROWS:,}.")
+        options = SimpleNamespace(context_field="context", response_field="response", context_sep=context_sep or None)
+        rows = [parse_row(*entry, options) for entry in records]
+        good = [row for row in rows if not row.error]
+        scorer = scorers(checkpoint)
+        progress(0, desc="scoring")
+        for start in progress.tqdm(range(0, len(good), 64), desc="scoring", unit="batch"):
+            chunk = good[start : start + 64]
+            result = scorer.score([r.context for r in chunk], [r.response for r in chunk])
+            for row, raw, calibrated in zip(chunk, result.scores, result.calibrated):
+                row.record.update(density=float(raw), density_calibrated=float(calibrated), density_error=None)
+        for row in rows:
+            if row.error:
+                row.record.update(density=None, density_calibrated=None, density_error=f"{row.where}: {row.error}")
+        out = Path(tempfile.mkdtemp()) / f"{path.stem}.scored{path.suffix}"
+        write_records(out, fmt, [row.record for row in rows])
+        bad = len(rows) - len(good)
+        summary = f"Scored {len(good):,} of {len(rows):,} rows" + (f"; {bad} bad row(s) kept unscored, see `density_error`." if bad else ".")
+        return str(out), summary
+
+    def about(checkpoint: str):
+        scorer = scorers(checkpoint)
+        card = scorer.checkpoint.card
+        body = card.split("---", 2)[-1].strip() if card.startswith("---") else card
+        return (
+            "### What the scores mean\n"
+            "- **raw score** s(r): minus the Mahalanobis distance of the (context, reply) feature to the "
+            "Gaussian of human replies. Higher is more human-like; compare within one checkpoint only.\n"
+            "- **calibrated**: the share of held-out human replies that are *less* typical. 0.9: more typical "
+            "than 90 % of real human replies; human replies average 0.5.\n\n"
+            f"### Checkpoint\n`{scorer.signature}`\n\n{body}"
+        )
+
+    with gr.Blocks(title="DEnsity: how human-like is this reply?") as demo:
+        gr.Markdown(
+            "# DEnsity\nHow typical of human conversation is a reply? "
+            "([paper](https://aclanthology.org/2023.findings-acl.896))"
+        )
+        checkpoint = gr.Dropdown(choices, value=scorers.default, label="Checkpoint", allow_custom_value=False)
+        with gr.Tab("Score replies"):
+            with gr.Row():
+                context = gr.Textbox(label="Context: one turn per line, oldest first", lines=6)
+                candidates = gr.Textbox(label=f"Candidate replies: one per line (up to {MAX_CANDIDATES})", lines=6)
+            score_button = gr.Button("Score", variant="primary")
+            ranked = gr.Dataframe(headers=["rank", "reply", "raw score", "calibrated"], label="Ranked replies",
+                                  interactive=False)  # fmt: skip
+            plot = gr.Plot(label="Where the replies fall among human replies")
+            gr.Examples(EXAMPLES, [context, candidates], label="Examples: coherent, off-topic, repetitive, echo")
+            score_button.click(score_replies, [context, candidates, checkpoint], [ranked, plot], api_name="score_replies")
+        with gr.Tab("Score a dialogue"):
+            dialogue = gr.Textbox(label="Dialogue: one turn per line", lines=8, value=DIALOGUE_EXAMPLE)
+            aggregate = gr.Radio(["mean", "rms"], value="mean", label="Aggregate of the turn scores")
+            dialogue_button = gr.Button("Score dialogue", variant="primary")
+            dialogue_summary = gr.Markdown()
+            turns = gr.Dataframe(headers=["turn", "text", "raw score", "calibrated"], interactive=False)
+            chart = gr.BarPlot(x="turn", y="calibrated", y_lim=[0, 1], label="Calibrated score per turn")
+            dialogue_button.click(score_dialogue, [dialogue, aggregate, checkpoint], [dialogue_summary, turns, chart],
+                                  api_name="score_dialogue")  # fmt: skip
+        with gr.Tab("Batch"):
+            gr.Markdown(f"A `.jsonl` or `.csv` file with `context` (list or string) and `response`; up to {MAX_ROWS:,} rows.")
+            upload = gr.File(label="File", file_types=[".jsonl", ".csv"])
+            separator = gr.Textbox(label="Split string contexts into turns on (optional)", value="")
+            batch_button = gr.Button("Score file", variant="primary")
+            scored = gr.File(label="Scored file")
+            batch_summary = gr.Markdown()
+            batch_button.click(score_file, [upload, separator, checkpoint], [scored, batch_summary], api_name="score_file")
+        with gr.Tab("About"):
+            about_text = gr.Markdown()
+            about_button = gr.Button("Show checkpoint details")
+            about_button.click(about, [checkpoint], [about_text], api_name="about")
+    demo.queue(default_concurrency_limit=CONCURRENCY, max_size=64)
+    return demo
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO)
+    extra = tuple(c for c in os.environ.get("DENSITY_CHECKPOINTS", "").split(",") if c)
+    build_demo(os.environ.get("DENSITY_CHECKPOINT"), extra).launch(
+        server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), show_error=False
+    )

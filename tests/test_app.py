@@ -1,0 +1,127 @@
+"""The Gradio app, served on 127.0.0.1 with a tiny checkpoint and called through gradio_client."""
+
+import json
+import socket
+import threading
+
+import numpy as np
+import pytest
+
+from gradio_client import Client, handle_file
+
+CONTEXT = "hi\nhow are you"
+REPLIES = ["fine thanks", "the weather is nice", "you you you"]
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def served(tiny_checkpoint):
+    from app import build_demo
+
+    demo = build_demo(str(tiny_checkpoint))
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    yield f"http://127.0.0.1:{port}/"
+    demo.close()
+
+
+@pytest.fixture(scope="module")
+def client(served):
+    return Client(served, verbose=False)
+
+
+@pytest.fixture(scope="module")
+def app_scorer(tiny_checkpoint):
+    """What the app computes, with the app's default dtype."""
+    from density_metric import DensityScorer
+
+    return DensityScorer(str(tiny_checkpoint), progress=False)
+
+
+def test_score_replies_ranks_candidates_by_raw_score(client, app_scorer, tiny_checkpoint):
+    table, plot = client.predict(CONTEXT, "\n".join(REPLIES), str(tiny_checkpoint), api_name="/score_replies")
+    expected = app_scorer.score([CONTEXT.splitlines()] * 3, REPLIES)
+    order = np.argsort(-expected.scores)
+    assert [row[1] for row in table["data"]] == [REPLIES[i] for i in order]
+    np.testing.assert_allclose([row[2] for row in table["data"]], expected.scores[order], atol=1e-3)
+    np.testing.assert_allclose([row[3] for row in table["data"]], expected.calibrated[order], atol=1e-3)
+    assert plot["type"] == "matplotlib"
+
+
+def test_score_dialogue_gives_per_turn_scores_and_the_aggregate(client, app_scorer, tiny_checkpoint):
+    dialogue = ["hi", "hello how are you", "fine thanks", "good day"]
+    summary, turns, chart = client.predict("\n".join(dialogue), "mean", str(tiny_checkpoint), api_name="/score_dialogue")
+    expected = app_scorer.score_dialogue(dialogue)
+    assert f"{expected['score']:.3f}" in summary
+    np.testing.assert_allclose([row[2] for row in turns["data"]], expected["turn_scores"], atol=1e-3)
+    assert [row[0] for row in chart["data"]] == [2, 3, 4]
+
+
+def test_score_file_returns_every_row_with_scores_and_marks_bad_rows(client, app_scorer, tiny_checkpoint, tmp_path):
+    rows = [{"context": ["hi"], "response": "hello"}, {"context": ["hi"]}, {"context": "how are you", "response": "fine"}]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path, summary = client.predict(handle_file(str(tmp_path / "in.jsonl")), "", str(tiny_checkpoint), api_name="/score_file")
+    out = [json.loads(line) for line in open(path)]
+    assert len(out) == 3 and "Scored 2 of 3 rows; 1 bad row(s)" in summary
+    assert out[1]["density"] is None and "missing field 'response'" in out[1]["density_error"]
+    expected = app_scorer.score([["hi"], ["how are you"]], ["hello", "fine"]).scores
+    np.testing.assert_allclose([out[0]["density"], out[2]["density"]], expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "context, replies, message",
+    [
+        ("", "hello", "Context is empty"),
+        ("hi", "   ", "Candidate replies is empty"),
+        ("x" * 5000, "hello", "at most 4,000"),
+        ("hi", "\n".join(f"reply {i}" for i in range(11)), "at most 10"),
+    ],
+)
+def test_bad_input_gets_a_friendly_message_not_a_traceback(client, tiny_checkpoint, context, replies, message):
+    with pytest.raises(Exception, match=message) as error:
+        client.predict(context, replies, str(tiny_checkpoint), api_name="/score_replies")
+    assert "Traceback" not in str(error.value)
+
+
+def test_malformed_upload_gets_a_friendly_message(client, tiny_checkpoint, tmp_path):
+    (tmp_path / "bad.txt").write_text("not a table")
+    with pytest.raises(Exception, match="Invalid file type.*jsonl.*csv"):  # Gradio's own check
+        client.predict(handle_file(str(tmp_path / "bad.txt")), "", str(tiny_checkpoint), api_name="/score_file")
+    (tmp_path / "empty.csv").write_text("")
+    with pytest.raises(Exception, match="has no rows"):
+        client.predict(handle_file(str(tmp_path / "empty.csv")), "", str(tiny_checkpoint), api_name="/score_file")
+    (tmp_path / "broken.jsonl").write_text("{not json\n[1, 2]\n")
+    path, summary = client.predict(handle_file(str(tmp_path / "broken.jsonl")), "", str(tiny_checkpoint), api_name="/score_file")
+    assert "Scored 0 of 2 rows; 2 bad row(s)" in summary
+    assert [json.loads(line)["density_error"].split(":")[0] for line in open(path)] == ["line 1", "line 2"]
+
+
+def test_about_shows_the_signature(client, tiny_checkpoint):
+    text = client.predict(str(tiny_checkpoint), api_name="/about")
+    assert "What the scores mean" in text and "density_metric=0.1.0|checkpoint=" in text
+
+
+def test_several_clients_at_once_each_get_their_own_result(served, app_scorer, tiny_checkpoint):
+    contexts = [f"hi\n{word} day" for word in ("good", "nice", "what", "the", "fine", "and")]
+    results, errors = {}, []
+
+    def ask(context):
+        try:
+            table, _ = Client(served, verbose=False).predict(context, "fine thanks", str(tiny_checkpoint), api_name="/score_replies")
+            results[context] = table["data"][0][2]
+        except Exception as err:  # collected, then asserted
+            errors.append(err)
+
+    threads = [threading.Thread(target=ask, args=(context,)) for context in contexts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors
+    expected = app_scorer.score([c.splitlines() for c in contexts], ["fine thanks"] * len(contexts)).scores
+    np.testing.assert_allclose([results[c] for c in contexts], expected, atol=1e-3)

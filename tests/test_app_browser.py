@@ -1,0 +1,56 @@
+"""One real-browser test: Debian's Chromium, driven by Playwright, types, clicks Score, reads the number.
+
+Skipped where /usr/bin/chromium or the playwright package is missing (CI does not install a
+browser); never downloads one. Run it with: pytest tests/test_app_browser.py
+"""
+
+import shutil
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (it needs no browser download)")
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
+
+# Chromium as root, offline: no sandbox, no calls home.
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"]  # fmt: skip
+
+
+def capture(url: str, context: str, replies: str, expected: str, screenshot: Path) -> None:
+    """Type a context and replies, click Score, wait until ``expected`` is shown, save a screenshot."""
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1100})
+            page.goto(url)
+            page.get_by_label("Context: one turn per line, oldest first").fill(context)
+            page.get_by_label("Candidate replies: one per line", exact=False).fill(replies)
+            page.get_by_role("button", name="Score", exact=True).click()
+            page.locator(f":text-is('{expected}'):visible").first.wait_for(timeout=60_000)
+            page.wait_for_timeout(500)  # let the plot finish drawing
+            page.screenshot(path=str(screenshot), full_page=True)
+        finally:
+            browser.close()
+
+
+def test_typing_and_clicking_score_shows_the_score_in_the_browser(tiny_checkpoint, tmp_path):
+    from app import build_demo
+    from density_metric import DensityScorer
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    demo = build_demo(str(tiny_checkpoint))
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        replies = ["fine thanks", "what what what"]
+        scores = DensityScorer(str(tiny_checkpoint), progress=False).score([["hi", "how are you"]] * 2, replies).scores
+        best = f"{np.max(scores):.3f}".rstrip("0").rstrip(".")
+        capture(f"http://127.0.0.1:{port}/", "hi\nhow are you", "\n".join(replies), best, tmp_path / "app.png")
+        assert (tmp_path / "app.png").stat().st_size > 10_000
+    finally:
+        demo.close()
