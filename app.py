@@ -23,7 +23,7 @@ import gradio as gr  # noqa: E402
 import numpy as np  # noqa: E402
 
 from density_metric import DensityScorer  # noqa: E402
-from density_metric.cli import file_format, parse_row, read_records, write_records  # noqa: E402
+from density_metric.cli import file_format, parse_row, read_records, score_rows, write_records  # noqa: E402
 
 logger = logging.getLogger("density_app")
 
@@ -171,21 +171,14 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
             raise UserError(f"{path.name} has {len(records):,} rows; the demo takes at most {MAX_ROWS:,}.")
         options = SimpleNamespace(context_field="context", response_field="response", context_sep=context_sep or None)
         rows = [parse_row(*entry, options) for entry in records]
-        good = [row for row in rows if not row.error]
         scorer = scorers(checkpoint)
         progress(0, desc="scoring")
-        for start in progress.tqdm(range(0, len(good), 64), desc="scoring", unit="batch"):
-            chunk = good[start : start + 64]
-            result = scorer.score([r.context for r in chunk], [r.response for r in chunk])
-            for row, raw, calibrated in zip(chunk, result.scores, result.calibrated):
-                row.record.update(density=float(raw), density_calibrated=float(calibrated), density_error=None)
-        for row in rows:
-            if row.error:
-                row.record.update(density=None, density_calibrated=None, density_error=f"{row.where}: {row.error}")
+        track = functools.partial(progress.tqdm, desc="scoring", unit="batch")
+        score_rows(rows, scorer.score, chunk_rows=64, track=track, error_column=True)
         out = Path(tempfile.mkdtemp()) / f"{path.stem}.scored{path.suffix}"
         write_records(out, fmt, [row.record for row in rows])
-        bad = len(rows) - len(good)
-        summary = f"Scored {len(good):,} of {len(rows):,} rows" + (f"; {bad} bad row(s) kept unscored, see `density_error`." if bad else ".")
+        bad = sum(1 for row in rows if row.error)
+        summary = f"Scored {len(rows) - bad:,} of {len(rows):,} rows" + (f"; {bad} bad row(s) kept unscored, see `density_error`." if bad else ".")
         return str(out), summary
 
     def about(checkpoint: str):

@@ -58,8 +58,7 @@ class ModelColumns:
             f"{self.prefix}-Euclidean to mean": -euclidean,
         }
         if self.scorer.checkpoint.head is not None:
-            weight, bias = self.scorer.checkpoint.head
-            columns[f"{self.prefix}f(c,r) classifier"] = features.astype(np.float64) @ weight + bias
+            columns[f"{self.prefix}f(c,r) classifier"] = self.scorer.classifier_from_features(features)
         return columns
 
 

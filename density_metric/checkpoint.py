@@ -177,16 +177,20 @@ def save_checkpoint(
 # --------------------------------------------------------------------------- loading
 
 
-def load_gaussian(path: Path) -> GaussianStats:
-    """Read and validate ``density_gaussian.safetensors``."""
+def _read_safetensors(path: Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """(tensors, metadata) of a safetensors file, or a CheckpointError naming it."""
     if not path.is_file():
         raise CheckpointError(path, "file is missing")
     try:
         with safe_open(str(path), framework="numpy") as handle:
-            metadata = handle.metadata() or {}
-            tensors = {key: handle.get_tensor(key) for key in handle.keys()}
+            return {key: handle.get_tensor(key) for key in handle.keys()}, handle.metadata() or {}
     except Exception as err:  # safetensors raises several error types for a bad file
         raise CheckpointError(path, f"is not a readable safetensors file ({err})") from None
+
+
+def load_gaussian(path: Path) -> GaussianStats:
+    """Read and validate ``density_gaussian.safetensors``."""
+    tensors, metadata = _read_safetensors(path)
     if metadata.get("format_version") != str(FORMAT_VERSION):
         raise CheckpointError(path, f"unknown format_version {metadata.get('format_version')!r}")
     estimator = metadata.get("estimator")
@@ -219,11 +223,7 @@ def load_head(path: Path, dim: int) -> tuple[np.ndarray, float] | None:
     """Read and validate the optional ``density_head.safetensors``."""
     if not path.is_file():
         return None
-    try:
-        with safe_open(str(path), framework="numpy") as handle:
-            tensors = {key: handle.get_tensor(key) for key in handle.keys()}
-    except Exception as err:
-        raise CheckpointError(path, f"is not a readable safetensors file ({err})") from None
+    tensors, _ = _read_safetensors(path)
     weight, bias = tensors.get("weight"), tensors.get("bias")
     if weight is None or bias is None:
         raise CheckpointError(path, "needs tensors 'weight' and 'bias'")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import logging
 import os
@@ -89,6 +90,26 @@ def parse_row(record, where, error, args) -> Row:
     return row
 
 
+def score_rows(rows: list[Row], score_chunk, *, field: str = "density", chunk_rows: int = CHUNK_ROWS,
+               track=iter, error_column: bool = False) -> None:  # fmt: skip
+    """Score the good rows chunk by chunk and write ``field`` and ``field_calibrated`` into every record.
+
+    ``score_chunk(contexts, responses)`` returns a DensityResult; ``track`` wraps the list of
+    chunks (a progress bar). Bad rows get None, and with ``error_column`` every row gets
+    ``field_error`` (None, or where and what the problem is).
+    """
+    good = [row for row in rows if not row.error]
+    for chunk in track([good[i : i + chunk_rows] for i in range(0, len(good), chunk_rows)]):
+        result = score_chunk([row.context for row in chunk], [row.response for row in chunk])
+        for row, raw, calibrated in zip(chunk, result.scores, result.calibrated):
+            row.record[field], row.record[f"{field}_calibrated"] = float(raw), float(calibrated)
+    for row in rows:
+        if row.error:
+            row.record[field] = row.record[f"{field}_calibrated"] = None
+        if error_column:
+            row.record[f"{field}_error"] = f"{row.where}: {row.error}" if row.error else None
+
+
 def write_records(path: Path, fmt: str, records: list[dict[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "jsonl":
@@ -142,32 +163,26 @@ def score_command(args: argparse.Namespace) -> int:
         max_length=args.max_length,
         progress=False,
     )
-    good = [row for row in rows if not row.error]
-    with tqdm(total=len(good), desc="DEnsity", unit="pair", disable=args.no_progress or rank != 0) as bar:
-        for start in range(0, len(good), CHUNK_ROWS):
-            chunk = good[start : start + CHUNK_ROWS]
-            result = score_distributed(scorer, [r.context for r in chunk], [r.response for r in chunk])
-            for row, raw, calibrated in zip(chunk, result.scores, result.calibrated):
-                row.record[args.output_field] = float(raw)
-                row.record[f"{args.output_field}_calibrated"] = float(calibrated)
-            bar.update(len(chunk))
+    def track(chunks):
+        with tqdm(total=sum(map(len, chunks)), desc="DEnsity", unit="pair", disable=args.no_progress or rank != 0) as bar:
+            for chunk in chunks:
+                yield chunk
+                bar.update(len(chunk))
+
+    score_rows(rows, functools.partial(score_distributed, scorer), field=args.output_field, track=track,
+               error_column=args.on_error == "skip")  # fmt: skip
     if is_distributed():
         import torch.distributed as dist
 
         dist.destroy_process_group()
     if rank != 0:
         return 0
-    for row in bad:
-        row.record[args.output_field] = None
-        row.record[f"{args.output_field}_calibrated"] = None
-    if args.on_error == "skip":
-        for row in rows:
-            row.record[f"{args.output_field}_error"] = f"{row.where}: {row.error}" if row.error else None
+    good = len(rows) - len(bad)
     write_records(args.output, out_fmt, [row.record for row in rows])
     for row in bad:
         logger.warning("skipped %s, %s: %s", args.input, row.where, row.error)
     logger.info(
-        "scored %d of %d rows (%d skipped) -> %s | %s", len(good), len(rows), len(bad), args.output, scorer.signature
+        "scored %d of %d rows (%d skipped) -> %s | %s", good, len(rows), len(bad), args.output, scorer.signature
     )
     return 0
 

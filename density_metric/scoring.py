@@ -123,11 +123,15 @@ class DensityScorer:
 
         A baseline, not DEnsity: the paper shows it is overconfident on unseen responses.
         """
+        contexts, responses = check_pairs(contexts, responses)
+        return self.classifier_from_features(self.features(contexts, responses))
+
+    def classifier_from_features(self, features: np.ndarray) -> np.ndarray:
+        """f(c, r) from already computed features (n, d): (n,) float64."""
         if self.checkpoint.head is None:
             raise ValueError(f"checkpoint {self.checkpoint.source} has no classification head (density_head.safetensors)")
-        contexts, responses = check_pairs(contexts, responses)
         weight, bias = self.checkpoint.head
-        return self.features(contexts, responses).astype(np.float64) @ weight + bias
+        return np.asarray(features, dtype=np.float64) @ weight + bias
 
     def result(self, distances: np.ndarray) -> DensityResult:
         """Raw and calibrated scores from distances."""
