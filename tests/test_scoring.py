@@ -118,3 +118,15 @@ def test_cpu_batches_are_capped_by_padded_tokens():
     batches = length_sorted_batches(lengths, batch_size=3, max_tokens=600)
     assert [b.tolist() for b in batches] == [[1, 3], [4, 2, 0], [5]]
     assert [b.tolist() for b in length_sorted_batches(lengths, batch_size=4)] == [[1, 3, 4, 2], [0, 5]]
+
+
+def test_last_layer_computed_for_cls_only_gives_the_full_models_features(tiny_checkpoint, tiny_scorer):
+    from density_metric.checkpoint import load_checkpoint, load_encoder
+
+    checkpoint = load_checkpoint(tiny_checkpoint)
+    full = load_encoder(checkpoint.encoder_path, checkpoint.config, device="cpu", dtype="float32")
+    full = type(full)(full.model, full.tokenizer, turn_separator="[SEP]", max_length=64, max_response_length=24,
+                      device="cpu", dtype="float32", cls_only_last_layer=False)  # fmt: skip
+    assert tiny_scorer.encoder.cls_only_last_layer and not full.cls_only_last_layer
+    contexts, responses = synthetic_pairs(60, seed=15)  # uneven lengths, so padding masks matter
+    np.testing.assert_allclose(tiny_scorer.features(contexts, responses), full.features(contexts, responses), atol=2e-5)

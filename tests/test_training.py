@@ -148,6 +148,9 @@ def test_train_command_writes_a_checkpoint_the_metric_loads_with_head_and_card(b
           "--negatives", "3", "--epochs", "1", "--batch-size", "4", "--warmup-steps", "2", "--max-length", "48",
           "--max-response-length", "16", "--turn-separator", "[SEPT]", "--name", "tiny-density"])  # fmt: skip
     checkpoint = tmp_path / "run" / "checkpoint"
+    best = load_file(str(tmp_path / "run" / "best" / "model.safetensors"))
+    written = load_file(str(checkpoint / "model.safetensors"))
+    assert set(written) == set(best) and all(torch.equal(written[k], best[k]) for k in best)
     scorer = DensityScorer(str(checkpoint), device="cpu", dtype="float32")
     assert scorer.checkpoint.config.turn_separator == "[SEPT]"
     assert scorer.checkpoint.stats.n_samples == 90  # 30 dialogues x 3 responses

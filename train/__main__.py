@@ -62,7 +62,7 @@ def fit_and_write(encoder_dir, config: DensityConfig, train_pairs, valid_pairs, 
         out,
         stats,
         config,
-        model=None if reference_package else encoder.model,
+        model=None if reference_package else _saved_encoder(encoder_dir),
         tokenizer=None if reference_package else encoder.tokenizer,
         head=head,
         card=card,
@@ -75,6 +75,17 @@ def fit_and_write(encoder_dir, config: DensityConfig, train_pairs, valid_pairs, 
         "pairs_per_second": round((len(train_pairs[1]) + len(valid_pairs[1])) / seconds, 1),
         "heldout_distance_median": float(stats.quantiles[len(stats.quantiles) // 2]),
     }
+
+
+def _saved_encoder(encoder_dir):
+    """The encoder's weights as stored (the scoring Encoder adapts its copy for inference)."""
+    import torch
+    from transformers import AutoModel
+
+    from density_metric.checkpoint import quiet_transformers
+
+    with quiet_transformers():
+        return AutoModel.from_pretrained(encoder_dir, add_pooling_layer=False, dtype=torch.float32)
 
 
 def fit_command(args) -> None:
