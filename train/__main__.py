@@ -29,6 +29,11 @@ logger = logging.getLogger("train")
 
 def load_corpus(args) -> tuple:
     """(train pairs, validation pairs) of the chosen corpus."""
+    needed = {"dailydialog": ["data_dir"], "convai2": ["train_file", "valid_file"], "jsonl": ["train_file", "valid_file"],
+              "hub": ["hub_id"]}[args.corpus]  # fmt: skip
+    missing = ["--" + name.replace("_", "-") for name in needed if not getattr(args, name)]
+    if missing:
+        raise SystemExit(f"error: --corpus {args.corpus} needs {' and '.join(missing)}")
     if args.corpus == "dailydialog":
         splits = [load_dailydialog(args.data_dir, split) for split in ("train", "validation")]
     elif args.corpus == "convai2":
@@ -89,7 +94,6 @@ def _saved_encoder(encoder_dir):
 
 
 def fit_command(args) -> None:
-    args.corpus = "dailydialog"
     train_pairs, valid_pairs = load_corpus(args)
     config = DensityConfig(
         max_length=args.max_length,
@@ -179,8 +183,8 @@ def main(argv=None) -> None:
                                help=f"default: {defaults.get(field.name, field.default)}")  # fmt: skip
     train.set_defaults(func=train_command)
 
-    fit = commands.add_parser("fit", help="fit the Gaussian on DailyDialog with an encoder and write a checkpoint")
-    fit.add_argument("--data-dir", required=True, help="DailyDialog folder with dialogues_{split}.txt")
+    fit = commands.add_parser("fit", help="fit the Gaussian on a corpus's gold pairs with an encoder and write a checkpoint")
+    add_corpus_arguments(fit)
     fit.add_argument("--encoder", default="minilm", help="encoder directory, Hub id, or 'minilm'")
     fit.add_argument("--out", required=True, type=Path)
     fit.add_argument("--reference-package", action="store_true",
@@ -196,7 +200,6 @@ def main(argv=None) -> None:
     fit.add_argument("--estimator", choices=ESTIMATORS, default="pinv", help="covariance estimator of the Gaussian")
     fit.add_argument("--device", default="auto")
     fit.add_argument("--dtype", default="float32")
-    fit.add_argument("--limit", type=int, default=0, help="use only the first N pairs of each split (for trials)")
     fit.set_defaults(func=fit_command)
 
     push = commands.add_parser("push", help="upload a checkpoint directory to a Hub model repo; prints the commit")
