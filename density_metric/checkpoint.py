@@ -149,12 +149,14 @@ def save_checkpoint(
     """Write a checkpoint directory: statistics, config, encoder and tokenizer, head, card.
 
     ``model`` and ``tokenizer`` may be omitted only when ``config.encoder_package``
-    names the package that holds them.
+    names the package that holds them, or when ``directory`` already holds them.
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    if (model is None or tokenizer is None) and config.encoder_package is None:
-        raise ValueError("save_checkpoint needs model and tokenizer unless config.encoder_package is set")
+    has_encoder = all((directory / name).is_file() for name in ENCODER_FILES)
+    if (model is None or tokenizer is None) and config.encoder_package is None and not has_encoder:
+        raise ValueError("save_checkpoint needs model and tokenizer unless config.encoder_package is set "
+                         "or the directory already holds them")
     with quiet_transformers():
         if model is not None:
             model.save_pretrained(directory, safe_serialization=True)

@@ -166,3 +166,29 @@ def test_train_command_writes_a_checkpoint_the_metric_loads_with_head_and_card(b
     assert card.startswith("---\nlicense: other\nbase_model: ")
     assert "name: Recall@1" in card and not re.search(r"\$[a-z_]+", card)
     assert "python -m train train --corpus jsonl" in card
+
+
+def test_fit_with_float16_weights_fits_the_gaussian_to_the_weights_it_ships(backbone, tmp_path):
+    from density_metric import DensityScorer
+    from train.__main__ import main
+
+    dialogues = {"train": synthetic_dialogues(20, 0), "valid": synthetic_dialogues(8, 1)}
+    for split, turns in dialogues.items():
+        (tmp_path / f"{split}.jsonl").write_text("\n".join(json.dumps(t) for t in turns) + "\n")
+    main(["fit", "--corpus", "jsonl", "--train-file", str(tmp_path / "train.jsonl"), "--valid-file",
+          str(tmp_path / "valid.jsonl"), "--encoder", str(backbone), "--out", str(tmp_path / "ckpt"),
+          "--max-length", "48", "--max-response-length", "16", "--device", "cpu", "--weights-dtype", "float16"])  # fmt: skip
+    written = load_file(str(tmp_path / "ckpt" / "model.safetensors"))
+    original = load_file(str(backbone / "model.safetensors"))
+    assert {t.dtype for t in written.values()} == {torch.float16}
+    for name, tensor in written.items():
+        assert torch.equal(tensor, original[name].half())
+
+    contexts, responses = response_pairs(dialogues["train"])
+    shipped = DensityScorer(str(tmp_path / "ckpt"), device="cpu", dtype="float32")
+    features = shipped.features(contexts, responses).astype(np.float64)
+    np.testing.assert_allclose(shipped.checkpoint.stats.mean, features.mean(axis=0), rtol=0, atol=1e-6)
+    # The float32 backbone's features differ by more than that tolerance, so the test can tell them apart.
+    unrounded = DensityScorer(str(tmp_path / "ckpt"), device="cpu", dtype="float32")
+    unrounded.encoder.model.load_state_dict({k: v.float() for k, v in original.items()}, strict=False)
+    assert np.abs(unrounded.features(contexts, responses).astype(np.float64).mean(axis=0) - features.mean(axis=0)).max() > 1e-5

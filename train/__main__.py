@@ -50,8 +50,17 @@ def load_corpus(args) -> tuple:
 
 def fit_and_write(encoder_dir, config: DensityConfig, train_pairs, valid_pairs, out: Path, *, card=None,
                   moments=None, batch_size=64, device="auto", dtype="float32", reference_package=False,
-                  estimator="pinv") -> dict:  # fmt: skip
-    """Fit the Gaussian with the encoder at ``encoder_dir`` and write a checkpoint to ``out``."""
+                  estimator="pinv", weights_dtype="float32") -> dict:  # fmt: skip
+    """Fit the Gaussian with the encoder at ``encoder_dir`` and write a checkpoint to ``out``.
+
+    Unless ``reference_package``, the encoder is first written to ``out`` in ``weights_dtype``
+    and the features are computed from that copy: the statistics match the weights as shipped,
+    so rounding them to float16 cannot shift the scores.
+    """
+    out = Path(out)
+    if not reference_package:
+        _write_encoder(encoder_dir, out, weights_dtype)
+        encoder_dir = out
     encoder = load_encoder(encoder_dir, config, device=device, dtype=dtype)
     started = time.perf_counter()
     if moments and Path(moments).is_file():
@@ -63,15 +72,7 @@ def fit_and_write(encoder_dir, config: DensityConfig, train_pairs, valid_pairs, 
             save_moments(moments, accumulator)
     stats = fit_from_moments(encoder, accumulator, valid_pairs, batch_size=batch_size, estimator=estimator)
     head = None if reference_package else load_head(Path(encoder_dir) / "density_head.safetensors", stats.dim)
-    save_checkpoint(
-        out,
-        stats,
-        config,
-        model=None if reference_package else _saved_encoder(encoder_dir),
-        tokenizer=None if reference_package else encoder.tokenizer,
-        head=head,
-        card=card,
-    )
+    save_checkpoint(out, stats, config, head=head, card=card)
     seconds = time.perf_counter() - started
     return {
         "train_pairs": len(train_pairs[1]),
@@ -82,15 +83,28 @@ def fit_and_write(encoder_dir, config: DensityConfig, train_pairs, valid_pairs, 
     }
 
 
-def _saved_encoder(encoder_dir):
-    """The encoder's weights as stored (the scoring Encoder adapts its copy for inference)."""
+def _write_encoder(encoder_dir, out: Path, weights_dtype: str) -> None:
+    """Copy the encoder's weights (cast to ``weights_dtype``), tokenizer and head into ``out``.
+
+    The weights are read as stored: the scoring Encoder adapts its copy for inference.
+    """
+    import shutil
+
     import torch
-    from transformers import AutoModel
+    from transformers import AutoModel, AutoTokenizer
 
-    from density_metric.checkpoint import quiet_transformers
+    from density_metric.checkpoint import HEAD_FILE, quiet_transformers
 
+    dtypes = {"float32": torch.float32, "float16": torch.float16}
+    if weights_dtype not in dtypes:
+        raise ValueError(f"weights_dtype must be one of {sorted(dtypes)}, got {weights_dtype!r}")
+    out.mkdir(parents=True, exist_ok=True)
     with quiet_transformers():
-        return AutoModel.from_pretrained(encoder_dir, add_pooling_layer=False, dtype=torch.float32)
+        model = AutoModel.from_pretrained(encoder_dir, add_pooling_layer=False, dtype=torch.float32)
+        model.to(dtypes[weights_dtype]).save_pretrained(out, safe_serialization=True)
+        AutoTokenizer.from_pretrained(encoder_dir).save_pretrained(out)
+    if (Path(encoder_dir) / HEAD_FILE).is_file():
+        shutil.copyfile(Path(encoder_dir) / HEAD_FILE, out / HEAD_FILE)
 
 
 def fit_command(args) -> None:
@@ -105,7 +119,8 @@ def fit_command(args) -> None:
     card = Path(args.card).read_text(encoding="utf-8") if args.card else None
     report = fit_and_write(backbone_path(args.encoder), config, train_pairs, valid_pairs, args.out, card=card,
                            moments=args.moments, batch_size=args.batch_size, device=args.device, dtype=args.dtype,
-                           reference_package=args.reference_package, estimator=args.estimator)  # fmt: skip
+                           reference_package=args.reference_package, estimator=args.estimator,
+                           weights_dtype=args.weights_dtype)  # fmt: skip
     print(json.dumps(report, indent=2))
 
 
@@ -137,7 +152,8 @@ def train_command(args) -> None:
         command="python -m train " + shlex.join(args.argv), estimator=args.estimator,
     ))  # fmt: skip
     report = fit_and_write(args.out / "best", density_config, train_pairs, valid_pairs, args.out / "checkpoint",
-                           card=card, batch_size=args.fit_batch_size, estimator=args.estimator)  # fmt: skip
+                           card=card, batch_size=args.fit_batch_size, estimator=args.estimator,
+                           weights_dtype=args.weights_dtype)  # fmt: skip
     print(json.dumps({"progress": progress, "best": best, "fit": report}, indent=2))
 
 
@@ -168,6 +184,8 @@ def main(argv=None) -> None:
     train.add_argument("--repo-id", default=None, help="for the model card's usage example")
     train.add_argument("--fit-batch-size", type=int, default=64)
     train.add_argument("--estimator", choices=ESTIMATORS, default="pinv", help="covariance estimator of the Gaussian")
+    train.add_argument("--weights-dtype", choices=("float32", "float16"), default="float32",
+                       help="dtype of the encoder weights in the written checkpoint (the fit uses them)")
     train.add_argument("--max-minutes", type=float, default=0,
                        help="save the state and stop after this long (rerun to resume); 0: run to the end")
     defaults = {"backbone": "bert-base-uncased (or 'minilm', offline)"}
@@ -199,7 +217,9 @@ def main(argv=None) -> None:
     fit.add_argument("--batch-size", type=int, default=64)
     fit.add_argument("--estimator", choices=ESTIMATORS, default="pinv", help="covariance estimator of the Gaussian")
     fit.add_argument("--device", default="auto")
-    fit.add_argument("--dtype", default="float32")
+    fit.add_argument("--dtype", default="float32", help="autocast dtype of the feature pass")
+    fit.add_argument("--weights-dtype", choices=("float32", "float16"), default="float32",
+                     help="dtype of the encoder weights written to the checkpoint (and used for the fit)")
     fit.set_defaults(func=fit_command)
 
     push = commands.add_parser("push", help="upload a checkpoint directory to a Hub model repo; prints the commit")

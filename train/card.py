@@ -44,7 +44,11 @@ def card_fields(*, config, corpus: str, name: str, repo_id: str, metrics: dict, 
         "scl_form": config.scl_form,
         "tau": config.tau,
         "lr": config.lr,
-        "epochs": config.epochs,
+        "schedule": (f"{config.epochs} epochs" if not config.max_steps_per_epoch else
+                     f"{config.epochs} rounds of at most {config.max_steps_per_epoch} steps (each round a fresh "
+                     "shuffle of the training pairs, not a full pass)"),
+        "round": "round" if config.max_steps_per_epoch else "epoch",
+        "valid_scope": f"the first {config.valid_limit:,}" if config.valid_limit else "all",
         "batch_size": config.batch_size,
         "warmup_steps": config.warmup_steps,
         "command": command,

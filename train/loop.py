@@ -30,7 +30,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
-from density_metric.features import pad_batch
+from density_metric.features import pad_batch, resolve_dtype
 from density_metric.text import encode_pairs
 
 from .data import SelectionData, epoch_negatives
@@ -63,12 +63,24 @@ class TrainConfig:
     scl_form: str = "paper"
     seed: int = 42
     eval_batch_size: int = 32  # validation contexts per forward pass
+    valid_limit: int = 0  # validation pairs scored for Recall@1 after each epoch; 0: all
+    mixed_precision: str = "auto"  # "auto": bf16 on CUDA and on CPUs with native bf16, else "no"; or "no"/"bf16"/"fp16"
     max_steps_per_epoch: int = 0  # 0: the whole epoch
     save_every: int = 200  # optimizer steps between saves of state/ (also saved after every epoch)
 
     def __post_init__(self):
         if self.scl_form not in SCL_FORMS:
             raise ValueError(f"scl_form must be one of {SCL_FORMS}, got {self.scl_form!r}")
+        if self.mixed_precision not in ("auto", "no", "bf16", "fp16"):
+            raise ValueError(f"mixed_precision must be 'auto', 'no', 'bf16' or 'fp16', got {self.mixed_precision!r}")
+
+
+def resolve_mixed_precision(setting: str) -> str:
+    """Accelerate's mixed_precision for ``setting``; "auto" follows the scorer's dtype rule."""
+    if setting != "auto":
+        return setting
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return "bf16" if resolve_dtype("auto", device) == "bfloat16" else "no"
 
 
 def _encode_groups(tokenizer, config: TrainConfig, contexts, candidates) -> tuple[torch.Tensor, torch.Tensor]:
@@ -113,8 +125,10 @@ class Trainer:
         from accelerate import Accelerator
         from transformers import get_linear_schedule_with_warmup
 
+        if config.valid_limit:
+            valid = SelectionData(valid.contexts[: config.valid_limit], valid.responses[: config.valid_limit], valid.pool)
         self.config, self.train_data, self.valid_data, self.out_dir = config, train, valid, Path(out_dir)
-        self.accelerator = accelerator or Accelerator(mixed_precision="bf16" if torch.cuda.is_available() else "no")
+        self.accelerator = accelerator or Accelerator(mixed_precision=resolve_mixed_precision(config.mixed_precision))
         self.out_dir.mkdir(parents=True, exist_ok=True)
         state_dir = self.out_dir / "state"
         resume = (state_dir / "trainer_state.json").is_file()
