@@ -112,10 +112,13 @@ def run_probes(dialogues, columns: list[ModelColumns], n: int, seed: int) -> dic
     """Share of cases where the gold response outscores each corrupted variant, per metric."""
     cases = make_probes(dialogues, n, seed)
     contexts = [case["context"] for case in cases]
-    gold = columns[0](contexts, [case["gold"] for case in cases])
+    def all_columns(responses):
+        return {name: values for column in columns for name, values in column(contexts, responses).items()}
+
+    gold = all_columns([case["gold"] for case in cases])
     results = {}
     for probe in PROBES:
-        variant = columns[0](contexts, [case[probe] for case in cases])
+        variant = all_columns([case[probe] for case in cases])
         results[probe] = {name: float(np.mean(gold[name] > variant[name])) for name in gold if "calibrated" not in name}
     return {"n": len(cases), "seed": seed, "accuracy": results, "examples": cases[:3]}
 
