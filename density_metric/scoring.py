@@ -58,7 +58,7 @@ class DensityScorer:
         dtype: autocast dtype: ``"auto"`` (bfloat16 on CUDA and on CPUs with native bf16 (AVX512-BF16, AMX), else float32), ``"float32"``,
             ``"bfloat16"`` or ``"float16"`` (CUDA only).
         batch_size: pairs per forward pass.
-        max_length: most tokens per pair (default: the checkpoint's, 256). Longer input
+        max_length: most tokens per pair (default: the checkpoint's; 64 for the bundled one). Longer input
             loses its oldest context tokens first.
         progress: progress bar: ``None`` shows it for 1,024 pairs or more.
         cache_dir, local_files_only: passed to the Hub download.

