@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from density_metric import DensityScorer
-from density_metric.text import join_context
+from density_metric.text import encode_pairs, join_context
 from train.corpora import load_dailydialog, response_pairs
 
 
@@ -108,7 +108,10 @@ def main(argv=None) -> None:
     for device in devices:
         fp32 = DensityScorer(args.checkpoint, device=device, dtype="float32", batch_size=args.batch_size, progress=False)
         bf16 = DensityScorer(args.checkpoint, device=device, dtype="bfloat16", batch_size=args.batch_size, progress=False)
-        whole = np.array([len(ids) < fp32.encoder.max_length for ids in fp32.encoder.encode(contexts, responses)])
+        # Pairs that neither cap cuts (total length nor response length): encoded the same uncapped.
+        uncapped = encode_pairs(fp32.encoder.tokenizer, contexts, responses, turn_separator=fp32.encoder.turn_separator,
+                                max_length=10**9, max_response_length=10**8)  # fmt: skip
+        whole = np.array([a == b for a, b in zip(fp32.encoder.encode(contexts, responses), uncapped)])
         fp32.score(contexts[:8], responses[:8])  # warm-up
         bf16.score(contexts[:8], responses[:8])
         model = plain_model(fp32)
