@@ -96,13 +96,11 @@ def test_cpu_bfloat16_ranks_real_pairs_like_float32(default_scorer):
 @needs_data
 def test_the_trained_release_prefers_the_gold_reply_to_a_random_one(default_scorer):
     """What DEnsity's training buys: the untuned stand-in preferred the gold reply in only 40 % of cases."""
-    from train.corpora import load_dailydialog, response_pairs
+    from benchmarks.probes import make_probes
+    from train.corpora import load_dailydialog
 
-    contexts, responses = response_pairs(load_dailydialog(DAILYDIALOG, "test"))
-    rng = np.random.default_rng(2)
-    pick = rng.choice(len(responses), size=300, replace=False)
-    other = (pick + rng.integers(1, len(responses), size=300)) % len(responses)  # another pair's reply
-    chosen = [contexts[i] for i in pick]
-    gold = default_scorer.score(chosen, [responses[i] for i in pick]).scores
-    random = default_scorer.score(chosen, [responses[j] for j in other]).scores
+    cases = make_probes(list(load_dailydialog(DAILYDIALOG, "test")["turns"]), 300, seed=2)
+    contexts = [case["context"] for case in cases]
+    gold = default_scorer.score(contexts, [case["gold"] for case in cases]).scores
+    random = default_scorer.score(contexts, [case["random"] for case in cases]).scores
     assert (gold > random).mean() > 0.75  # measured 0.884 on 500 test probes, 0.897 on 1,000 validation pairs

@@ -16,7 +16,7 @@ import time
 from dataclasses import fields
 from pathlib import Path
 
-from density_metric.checkpoint import DensityConfig, load_encoder, load_head, save_checkpoint
+from density_metric.checkpoint import HEAD_FILE, DensityConfig, load_encoder, load_head, save_checkpoint
 from density_metric.gaussian import ESTIMATORS
 
 from .card import card_fields, render_card
@@ -25,6 +25,8 @@ from .fit import accumulate_features, fit_from_moments, load_moments, save_momen
 from .model import BACKBONE_ALIASES, backbone_path
 
 logger = logging.getLogger("train")
+# dtypes the checkpoint's encoder weights may be written in
+WEIGHT_DTYPES = ("float32", "float16")
 
 
 def load_corpus(args) -> tuple:
@@ -58,6 +60,7 @@ def fit_and_write(encoder_dir, config: DensityConfig, train_pairs, valid_pairs, 
     so rounding them to float16 cannot shift the scores.
     """
     out = Path(out)
+    head_path = Path(encoder_dir) / HEAD_FILE
     if not reference_package:
         _write_encoder(encoder_dir, out, weights_dtype)
         encoder_dir = out
@@ -71,7 +74,7 @@ def fit_and_write(encoder_dir, config: DensityConfig, train_pairs, valid_pairs, 
         if moments:
             save_moments(moments, accumulator)
     stats = fit_from_moments(encoder, accumulator, valid_pairs, batch_size=batch_size, estimator=estimator)
-    head = None if reference_package else load_head(Path(encoder_dir) / "density_head.safetensors", stats.dim)
+    head = None if reference_package else load_head(head_path, stats.dim)
     save_checkpoint(out, stats, config, head=head, card=card)
     seconds = time.perf_counter() - started
     return {
@@ -84,27 +87,23 @@ def fit_and_write(encoder_dir, config: DensityConfig, train_pairs, valid_pairs, 
 
 
 def _write_encoder(encoder_dir, out: Path, weights_dtype: str) -> None:
-    """Copy the encoder's weights (cast to ``weights_dtype``), tokenizer and head into ``out``.
+    """Copy the encoder's weights (cast to ``weights_dtype``) and tokenizer into ``out``.
 
     The weights are read as stored: the scoring Encoder adapts its copy for inference.
     """
-    import shutil
-
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from density_metric.checkpoint import HEAD_FILE, quiet_transformers
+    from density_metric.checkpoint import quiet_transformers
+    from density_metric.features import DTYPES
 
-    dtypes = {"float32": torch.float32, "float16": torch.float16}
-    if weights_dtype not in dtypes:
-        raise ValueError(f"weights_dtype must be one of {sorted(dtypes)}, got {weights_dtype!r}")
+    if weights_dtype not in WEIGHT_DTYPES:
+        raise ValueError(f"weights_dtype must be one of {WEIGHT_DTYPES}, got {weights_dtype!r}")
     out.mkdir(parents=True, exist_ok=True)
     with quiet_transformers():
         model = AutoModel.from_pretrained(encoder_dir, add_pooling_layer=False, dtype=torch.float32)
-        model.to(dtypes[weights_dtype]).save_pretrained(out, safe_serialization=True)
+        model.to(DTYPES[weights_dtype]).save_pretrained(out, safe_serialization=True)
         AutoTokenizer.from_pretrained(encoder_dir).save_pretrained(out)
-    if (Path(encoder_dir) / HEAD_FILE).is_file():
-        shutil.copyfile(Path(encoder_dir) / HEAD_FILE, out / HEAD_FILE)
 
 
 def fit_command(args) -> None:
@@ -184,7 +183,7 @@ def main(argv=None) -> None:
     train.add_argument("--repo-id", default=None, help="for the model card's usage example")
     train.add_argument("--fit-batch-size", type=int, default=64)
     train.add_argument("--estimator", choices=ESTIMATORS, default="pinv", help="covariance estimator of the Gaussian")
-    train.add_argument("--weights-dtype", choices=("float32", "float16"), default="float32",
+    train.add_argument("--weights-dtype", choices=WEIGHT_DTYPES, default="float32",
                        help="dtype of the encoder weights in the written checkpoint (the fit uses them)")
     train.add_argument("--max-minutes", type=float, default=0,
                        help="save the state and stop after this long (rerun to resume); 0: run to the end")
@@ -218,7 +217,7 @@ def main(argv=None) -> None:
     fit.add_argument("--estimator", choices=ESTIMATORS, default="pinv", help="covariance estimator of the Gaussian")
     fit.add_argument("--device", default="auto")
     fit.add_argument("--dtype", default="float32", help="autocast dtype of the feature pass")
-    fit.add_argument("--weights-dtype", choices=("float32", "float16"), default="float32",
+    fit.add_argument("--weights-dtype", choices=WEIGHT_DTYPES, default="float32",
                      help="dtype of the encoder weights written to the checkpoint (and used for the fit)")
     fit.set_defaults(func=fit_command)
 
