@@ -15,7 +15,6 @@ import os
 import tempfile
 import threading
 from pathlib import Path
-from types import SimpleNamespace
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -23,7 +22,7 @@ import gradio as gr  # noqa: E402
 import numpy as np  # noqa: E402
 
 from density_metric import DensityScorer  # noqa: E402
-from density_metric.cli import file_format, parse_row, read_records, score_rows, write_records  # noqa: E402
+from density_metric.tables import read_rows, score_rows, table_format, write_records  # noqa: E402
 
 logger = logging.getLogger("density_app")
 
@@ -158,19 +157,19 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
             raise UserError("Upload a .jsonl or .csv file with 'context' and 'response' columns.")
         path = Path(upload if isinstance(upload, str) else upload.name)
         try:
-            fmt = file_format(path, None)
-        except SystemExit:
+            fmt = table_format(path)
+        except ValueError:
             raise UserError(f"{path.name}: use a .jsonl or .csv file.") from None
         try:
-            records = read_records(path, fmt)
-        except Exception as err:
-            raise UserError(f"{path.name} could not be read: {err}") from None
-        if not records:
+            rows = read_rows(path, fmt, context_field="context", response_field="response",
+                             context_sep=context_sep or None)
+        except ValueError as err:
+            # The message names the upload's temporary path, which means nothing to the user: keep its name only.
+            raise UserError(str(err).replace(str(path), path.name)) from None
+        if not rows:
             raise UserError(f"{path.name} has no rows.")
-        if len(records) > MAX_ROWS:
-            raise UserError(f"{path.name} has {len(records):,} rows; the demo takes at most {MAX_ROWS:,}.")
-        options = SimpleNamespace(context_field="context", response_field="response", context_sep=context_sep or None)
-        rows = [parse_row(*entry, options) for entry in records]
+        if len(rows) > MAX_ROWS:
+            raise UserError(f"{path.name} has {len(rows):,} rows; the demo takes at most {MAX_ROWS:,}.")
         scorer = scorers(checkpoint)
         progress(0, desc="scoring")
         track = functools.partial(progress.tqdm, desc="scoring", unit="batch")

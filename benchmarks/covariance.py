@@ -27,7 +27,7 @@ from .sets import apply_protocol, context_of, load_sets
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.covariance")
     parser.add_argument("--checkpoint", default="default")
-    parser.add_argument("--data-dir", default="../shared/data")
+    parser.add_argument("--data-dir", default="../shared/data", help="folder with dailydialog/ and the human-judgment sets (default: ../shared/data, the checkout's neighbour)")
     parser.add_argument("--train-pairs", type=int, default=20000)
     parser.add_argument("--valid-cases", type=int, default=1000)
     parser.add_argument("--dtype", default="auto")

@@ -203,7 +203,7 @@ def main(argv=None) -> None:
     parser.add_argument("--revision", default=None)
     parser.add_argument("--untuned-checkpoint", default=None,
                         help="DEnsity with the untuned backbone, as a baseline (skipped if not given)")
-    parser.add_argument("--data-dir", default="../shared/data")
+    parser.add_argument("--data-dir", default="../shared/data", help="folder with dailydialog/ and the human-judgment sets (default: ../shared/data, the checkout's neighbour)")
     parser.add_argument("--sets", nargs="*", default=None, help="only these sets (file names without .normalized.jsonl)")
     parser.add_argument("--limit", type=int, default=0, help="first N rows per set (for quick trials)")
     parser.add_argument("--no-facts", action="store_true", help="do not put persona/fact lines in front of contexts")

@@ -1,6 +1,6 @@
 """Speed of DensityScorer against the authors' naive per-pair fp32 loop, in one process.
 
-    python -m benchmarks.speed --pairs 512 --data-dir ../shared/data/dailydialog
+    python -m benchmarks.speed --pairs 512 --data-dir ../shared/data
 
 Both sides score the same DailyDialog test pairs with the same checkpoint. The naive loop
 is the original implementation's way: one pair at a time through the full model as
@@ -17,22 +17,20 @@ import json
 import platform
 import time
 
+from pathlib import Path
+
 import numpy as np
 import torch
 
 from density_metric import DensityScorer
-from density_metric.text import encode_pairs, join_context
+from density_metric.backbone import load_backbone
+from density_metric.pair_format import join_context
 from train.corpora import load_dailydialog, response_pairs
 
 
 def plain_model(scorer: DensityScorer):
     """The checkpoint's encoder as transformers loads it: full forward, fp32, nothing of ours."""
-    from transformers import AutoModel
-
-    from density_metric.checkpoint import quiet_transformers
-
-    with quiet_transformers():
-        model = AutoModel.from_pretrained(scorer.checkpoint.encoder_path, add_pooling_layer=False, dtype=torch.float32)
+    model, _ = load_backbone(scorer.checkpoint.encoder_path)
     return model.to(scorer.encoder.device).eval()
 
 
@@ -43,7 +41,7 @@ def naive_scores(scorer: DensityScorer, model, contexts, responses) -> np.ndarra
     with torch.inference_mode():
         for context, response in zip(contexts, responses):
             encoded = encoder.tokenizer(
-                join_context(context, encoder.turn_separator),
+                join_context(context, encoder.pair_format.turn_separator),
                 response,
                 truncation="longest_first",
                 max_length=encoder.max_length,
@@ -88,7 +86,7 @@ def encoder_flops(scorer: DensityScorer, contexts, responses) -> float:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.speed")
-    parser.add_argument("--data-dir", default="../shared/data/dailydialog")
+    parser.add_argument("--data-dir", default="../shared/data", help="folder with dailydialog/ and the human-judgment sets (default: ../shared/data, the checkout's neighbour)")
     parser.add_argument("--pairs", type=int, default=512)
     parser.add_argument("--naive-pairs", type=int, default=None, help="pairs for the slow naive loop (default: --pairs)")
     parser.add_argument("--checkpoint", default=None)
@@ -98,7 +96,7 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="rounds over all methods; each one's best run counts")
     args = parser.parse_args(argv)
 
-    contexts, responses = response_pairs(load_dailydialog(args.data_dir, "test"))
+    contexts, responses = response_pairs(load_dailydialog(Path(args.data_dir) / "dailydialog", "test"))
     pick = np.random.default_rng(0).choice(len(responses), size=min(args.pairs, len(responses)), replace=False)
     contexts, responses = [contexts[i] for i in pick], [responses[i] for i in pick]
     naive_n = args.naive_pairs or len(responses)
@@ -108,10 +106,9 @@ def main(argv=None) -> None:
     for device in devices:
         fp32 = DensityScorer(args.checkpoint, device=device, dtype="float32", batch_size=args.batch_size, progress=False)
         bf16 = DensityScorer(args.checkpoint, device=device, dtype="bfloat16", batch_size=args.batch_size, progress=False)
-        # Pairs that neither cap cuts (total length nor response length): encoded the same uncapped.
-        uncapped = encode_pairs(fp32.encoder.tokenizer, contexts, responses, turn_separator=fp32.encoder.turn_separator,
-                                max_length=10**9, max_response_length=10**8)  # fmt: skip
-        whole = np.array([a == b for a, b in zip(fp32.encoder.encode(contexts, responses), uncapped)])
+        # Pairs that neither cap cuts (total length nor response length): the naive loop reads them alike.
+        _, cut = fp32.encoder.pair_format.encode_with_cuts(fp32.encoder.tokenizer, contexts, responses)
+        whole = ~np.array(cut)
         fp32.score(contexts[:8], responses[:8])  # warm-up
         bf16.score(contexts[:8], responses[:8])
         model = plain_model(fp32)

@@ -1,18 +1,11 @@
 """DEnsity (Park et al., Findings of ACL 2023): how typical a dialogue response is of human conversation."""
 
-__version__ = "0.1.0"
-
-from .checkpoint import (  # noqa: E402
-    Checkpoint,
-    CheckpointError,
-    DensityConfig,
-    load_checkpoint,
-    resolve_checkpoint,
-    save_checkpoint,
-)
-from .gaussian import GaussianAccumulator, GaussianStats, calibrate, mahalanobis  # noqa: E402
-from .scoring import DensityResult, DensityScorer, score  # noqa: E402
-from .text import encode_pairs, join_context  # noqa: E402
+from .checkpoint_format import Checkpoint, CheckpointError, DensityConfig, load_checkpoint, save_checkpoint
+from .checkpoint_sources import resolve_checkpoint
+from .gaussian import GaussianAccumulator, GaussianStats, calibrate, mahalanobis
+from .pair_format import PairFormat, encode_pairs, join_context
+from .scoring import DensityResult, DensityScorer, score
+from .version import __version__
 
 __all__ = [
     "Checkpoint",
@@ -22,6 +15,8 @@ __all__ = [
     "DensityScorer",
     "GaussianAccumulator",
     "GaussianStats",
+    "PairFormat",
+    "__version__",
     "calibrate",
     "encode_pairs",
     "join_context",

@@ -1,145 +1,48 @@
-"""Command line: ``python -m density_metric score INPUT -o OUTPUT`` and ``python -m density_metric install``."""
+"""Command line: ``python -m density_metric score INPUT -o OUTPUT`` and ``python -m density_metric install``.
+
+Arguments, the torchrun start-up (one process group, one device per rank) and messages live here;
+tables are read, checked, scored and written by :mod:`density_metric.tables`, whose ValueErrors
+become ``error: ...`` exits.
+"""
 
 from __future__ import annotations
 
 import argparse
-import csv
 import functools
-import json
 import logging
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tqdm.auto import tqdm
 
-from .inputs import as_context, as_response
+from .tables import FORMATS, raise_for_bad_rows, read_rows, score_rows, table_format, write_records
 
 logger = logging.getLogger("density_metric")
 
-FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet"}
-CHUNK_ROWS = 4096
 
-
-@dataclass
-class Row:
-    """One input row: its record (written back unchanged), where it was, and its pair or error."""
-
-    record: dict[str, Any]
-    where: str
-    context: list[str] | None = None
-    response: str | None = None
-    error: str | None = None
-
-
-def file_format(path: Path, given: str | None) -> str:
-    if given:
-        return given
-    if path.suffix.lower() not in FORMATS:
-        raise SystemExit(f"error: cannot tell the format of {path}; use --format jsonl|csv|parquet")
-    return FORMATS[path.suffix.lower()]
-
-
-def read_records(path: Path, fmt: str) -> list[tuple[dict[str, Any] | None, str, str | None]]:
-    """(record, location, parse error) per row, in file order."""
-    if fmt == "jsonl":
-        rows = []
-        with open(path, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as err:
-                    rows.append(({"line": line.rstrip("\n")}, f"line {number}", f"invalid JSON ({err.msg})"))
-                    continue
-                if not isinstance(record, dict):
-                    rows.append(({"value": record}, f"line {number}", "not a JSON object"))
-                else:
-                    rows.append((record, f"line {number}", None))
-        return rows
-    if fmt == "csv":
-        with open(path, encoding="utf-8", newline="") as handle:
-            reader = csv.DictReader(handle)
-            rows = []
-            for record in reader:
-                rows.append((dict(record), f"line {reader.line_num}", None))
-            return rows
-    import pyarrow.parquet as pq
-
-    return [(record, f"row {index}", None) for index, record in enumerate(pq.read_table(path).to_pylist())]
-
-
-def parse_row(record, where, error, args) -> Row:
-    row = Row(record, where, error=error)
-    if error:
-        return row
+def _format(path: Path, given: str | None, flag: str) -> str:
+    """The table format of ``path``, or an ``error:`` exit that names the option to give it with."""
     try:
-        for field in (args.context_field, args.response_field):
-            if field not in record:
-                raise ValueError(f"missing field {field!r}")
-        context = record[args.context_field]
-        if isinstance(context, str) and args.context_sep is not None:
-            context = context.split(args.context_sep) if context else []
-        row.context = as_context(context, 0, field=args.context_field)
-        row.response = as_response(record[args.response_field], 0, field=args.response_field)
+        return table_format(path, given)
     except ValueError as err:
-        row.error = str(err).replace("[0]", "")
-    return row
-
-
-def score_rows(rows: list[Row], score_chunk, *, field: str = "density", chunk_rows: int = CHUNK_ROWS,
-               track=iter, error_column: bool = False) -> None:  # fmt: skip
-    """Score the good rows chunk by chunk and write ``field`` and ``field_calibrated`` into every record.
-
-    ``score_chunk(contexts, responses)`` returns a DensityResult; ``track`` wraps the list of
-    chunks (a progress bar). Bad rows get None, and with ``error_column`` every row gets
-    ``field_error`` (None, or where and what the problem is).
-    """
-    good = [row for row in rows if not row.error]
-    for chunk in track([good[i : i + chunk_rows] for i in range(0, len(good), chunk_rows)]):
-        result = score_chunk([row.context for row in chunk], [row.response for row in chunk])
-        for row, raw, calibrated in zip(chunk, result.scores, result.calibrated):
-            row.record[field], row.record[f"{field}_calibrated"] = float(raw), float(calibrated)
-    for row in rows:
-        if row.error:
-            row.record[field] = row.record[f"{field}_calibrated"] = None
-        if error_column:
-            row.record[f"{field}_error"] = f"{row.where}: {row.error}" if row.error else None
-
-
-def write_records(path: Path, fmt: str, records: list[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "jsonl":
-        with open(path, "w", encoding="utf-8") as handle:
-            for record in records:
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    elif fmt == "csv":
-        fields = list(dict.fromkeys(key for record in records for key in record))
-        with open(path, "w", encoding="utf-8", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=fields)
-            writer.writeheader()
-            writer.writerows(records)
-    else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        pq.write_table(pa.Table.from_pylist(records), path)
+        raise SystemExit(f"error: {err}; use {flag} jsonl|csv|parquet") from None
 
 
 def score_command(args: argparse.Namespace) -> int:
-    in_fmt = file_format(args.input, args.format)
-    out_fmt = file_format(args.output, args.output_format)
-    rows = [parse_row(*entry, args) for entry in read_records(args.input, in_fmt)]
+    in_fmt = _format(args.input, args.format, "--format")
+    out_fmt = _format(args.output, args.output_format, "--output-format")
+    try:
+        rows = read_rows(args.input, in_fmt, context_field=args.context_field, response_field=args.response_field,
+                         context_sep=args.context_sep)  # fmt: skip
+    except ValueError as err:
+        raise SystemExit(f"error: {err}") from None
+    if args.on_error == "raise":
+        try:
+            raise_for_bad_rows(args.input, rows)
+        except ValueError as err:
+            raise SystemExit(f"error: {err}; --on-error skip scores the others and marks these") from None
     bad = [row for row in rows if row.error]
-    if bad and args.on_error == "raise":
-        row = bad[0]
-        raise SystemExit(
-            f"error: {args.input}, {row.where}: {row.error} ({len(bad)} bad row(s) in all; "
-            "--on-error skip scores the others and marks these)"
-        )
 
     from .distributed import is_distributed, score_distributed
     from .scoring import DensityScorer

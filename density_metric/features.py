@@ -9,14 +9,17 @@ features come back in input order.
 from __future__ import annotations
 
 import contextlib
-import types
+import os
 from typing import Iterator, Sequence
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .text import encode_pairs
+from .backbone import load_backbone
+from .checkpoint_format import CheckpointError
+from .last_layer import compute_cls_only_in_last_layer
+from .pair_format import PairFormat
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 # Below this many pairs no progress bar is drawn unless asked for.
@@ -81,40 +84,6 @@ def cls_features(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -
     return output.last_hidden_state[:, 0]
 
 
-def _cls_only_forward(layer, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, *args, **kwargs):
-    """A BERT layer computed for the [CLS] position only (keys and values still see every token).
-
-    The score reads nothing else from the last layer, so its other positions are passed
-    through untouched: this skips the query, output and feed-forward work of every other
-    token there (about 14 % of a 6-layer encoder's arithmetic).
-    """
-    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-    from transformers.models.bert.modeling_bert import eager_attention_forward
-
-    attention = layer.attention.self
-    batch, length = hidden_states.shape[:2]
-    cls = hidden_states[:, :1]
-    heads = (batch, -1, attention.attention_head_size)
-    query = attention.query(cls).view(batch, 1, *heads[1:]).transpose(1, 2)
-    key = attention.key(hidden_states).view(batch, length, *heads[1:]).transpose(1, 2)
-    value = attention.value(hidden_states).view(batch, length, *heads[1:]).transpose(1, 2)
-    if attention_mask is not None and attention_mask.dim() == 4:
-        attention_mask = attention_mask[:, :, :1, :]
-    interface = ALL_ATTENTION_FUNCTIONS.get_interface(attention.config._attn_implementation, eager_attention_forward)
-    context, _ = interface(attention, query, key, value, attention_mask, dropout=0.0, scaling=attention.scaling)
-    attended = layer.attention.output(context.reshape(batch, 1, -1), cls)
-    return torch.cat([layer.output(layer.intermediate(attended), attended), hidden_states[:, 1:]], dim=1)
-
-
-def compute_cls_only_in_last_layer(model) -> bool:
-    """Make an inference-only BERT model compute its last layer for [CLS] alone; False if not BERT."""
-    layers = getattr(getattr(model, "encoder", None), "layer", None)
-    if not layers or type(layers[-1]).__name__ != "BertLayer" or model.config.is_decoder:
-        return False
-    layers[-1].forward = types.MethodType(_cls_only_forward, layers[-1])
-    return True
-
-
 def length_sorted_batches(lengths: Sequence[int], batch_size: int, max_tokens: int | None = None) -> list[np.ndarray]:
     """Index batches, longest pairs first: at most ``batch_size`` pairs and, if given, at most
     ``max_tokens`` padded tokens (pairs x longest) each."""
@@ -130,29 +99,28 @@ def length_sorted_batches(lengths: Sequence[int], batch_size: int, max_tokens: i
 
 
 class Encoder:
-    """The cross-encoder g with its tokenizer and input settings.
+    """The cross-encoder g with its tokenizer and pair format.
 
     Args:
         model: a transformers BERT-style model without pooling layer.
         tokenizer: its fast tokenizer.
-        turn_separator, max_length, max_response_length: see :func:`density_metric.text.encode_pairs`.
+        pair_format: how a pair becomes token ids (:class:`density_metric.pair_format.PairFormat`).
         device: ``"auto"`` (CUDA if present), ``"cpu"``, ``"cuda:1"``...
-        dtype: autocast dtype, ``"auto"`` (bfloat16 on CUDA and on CPUs with native bf16, else float32),
-        cls_only_last_layer: compute the model's last layer for [CLS] only (BERT models).
+        dtype: autocast dtype: ``"auto"`` (bfloat16 on CUDA and on CPUs with native bf16, else float32),
+            ``"float32"``, ``"bfloat16"`` or ``"float16"`` (CUDA only).
+        cls_only_last_layer: compute the model's last layer for [CLS] only (BERT models;
+            :mod:`density_metric.last_layer`).
 
     The model is prepared for inference in place: with a 16-bit dtype its Linear weights are
     cast to it, and its last BERT layer computes [CLS] only. Save weights from elsewhere.
-            ``"float32"``, ``"bfloat16"`` or ``"float16"`` (CUDA only).
     """
 
     def __init__(
         self,
         model,
         tokenizer,
+        pair_format: PairFormat,
         *,
-        turn_separator: str,
-        max_length: int,
-        max_response_length: int,
         device: str | torch.device | None = "auto",
         dtype: str | None = "auto",
         cls_only_last_layer: bool = True,
@@ -168,23 +136,49 @@ class Encoder:
                     module.to(DTYPES[self.dtype])
         self.cls_only_last_layer = cls_only_last_layer and compute_cls_only_in_last_layer(self.model)
         self.tokenizer = tokenizer
-        self.turn_separator = turn_separator
-        self.max_length = max_length
-        self.max_response_length = max_response_length
+        self.pair_format = pair_format
+
+    @classmethod
+    def load(
+        cls,
+        path: os.PathLike | str,
+        pair_format: PairFormat,
+        *,
+        device: str | torch.device | None = "auto",
+        dtype: str | None = "auto",
+        max_length: int | None = None,
+    ) -> "Encoder":
+        """The encoder and tokenizer at ``path`` (float32 weights), reading pairs as ``pair_format`` says.
+
+        ``max_length`` overrides the format's (the response then keeps at most half of it).
+
+        Raises:
+            CheckpointError: the turn separator is not in the tokenizer's vocabulary, or the
+                format's ``max_length`` does not fit the encoder's positions.
+            ValueError: the ``max_length`` override does not fit them.
+        """
+        model, tokenizer = load_backbone(path)
+        if not pair_format.knows_separator(tokenizer):
+            raise CheckpointError(path, f"turn_separator {pair_format.turn_separator!r} is not a token of this tokenizer")
+        limit = model.config.max_position_embeddings
+        if max_length is not None and not 4 <= max_length <= limit:
+            raise ValueError(f"max_length must be in [4, {limit}] (the encoder's max_position_embeddings), got {max_length}")
+        pair_format = pair_format.with_max_length(max_length)
+        if pair_format.max_length > limit:
+            raise CheckpointError(path, f"max_length {pair_format.max_length} exceeds the encoder's {limit} positions")
+        return cls(model, tokenizer, pair_format, device=device, dtype=dtype)
 
     @property
     def dim(self) -> int:
         return self.model.config.hidden_size
 
+    @property
+    def max_length(self) -> int:
+        return self.pair_format.max_length
+
     def encode(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> list[list[int]]:
-        return encode_pairs(
-            self.tokenizer,
-            contexts,
-            responses,
-            turn_separator=self.turn_separator,
-            max_length=self.max_length,
-            max_response_length=self.max_response_length,
-        )
+        """Token ids of every pair (see :meth:`PairFormat.encode`)."""
+        return self.pair_format.encode(self.tokenizer, contexts, responses)
 
     def _autocast(self):
         if self.dtype == "float32":

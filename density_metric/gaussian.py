@@ -5,7 +5,7 @@ Everything here is float64 numpy. Features arrive as (n, d) arrays of any float 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -67,13 +67,44 @@ class GaussianAccumulator:
         self._sum_a2 += other._sum_a2
         self._sum_ax = self._sum_ax + other._sum_ax
 
+    STATE_KEYS = ("n_samples", "mean", "scatter", "sum_a", "sum_a2", "sum_ax")
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Everything the accumulator holds, as float64 / int64 arrays (for a safetensors file)."""
+        return {
+            "n_samples": np.asarray(self.n, dtype=np.int64),
+            "mean": self.mean.copy(),
+            "scatter": self._scatter.copy(),
+            "sum_a": np.asarray(self._sum_a, dtype=np.float64),
+            "sum_a2": np.asarray(self._sum_a2, dtype=np.float64),
+            "sum_ax": self._sum_ax.copy(),
+        }
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, np.ndarray]) -> "GaussianAccumulator":
+        """The accumulator that :meth:`state_dict` described; a ValueError names a missing or misshapen key."""
+        missing = [key for key in cls.STATE_KEYS if key not in state]
+        if missing:
+            raise ValueError(f"accumulator state lacks {', '.join(missing)}")
+        dim = np.shape(state["mean"])[0]
+        shapes = {"n_samples": (), "mean": (dim,), "scatter": (dim, dim), "sum_a": (), "sum_a2": (), "sum_ax": (dim,)}
+        for key, shape in shapes.items():
+            if np.shape(state[key]) != shape:
+                raise ValueError(f"accumulator state {key!r} has shape {np.shape(state[key])}, expected {shape}")
+        accumulator = cls(dim)
+        accumulator.n = int(state["n_samples"])
+        accumulator.mean = np.asarray(state["mean"], dtype=np.float64).copy()
+        accumulator._scatter = np.asarray(state["scatter"], dtype=np.float64).copy()
+        accumulator._sum_a, accumulator._sum_a2 = float(state["sum_a"]), float(state["sum_a2"])
+        accumulator._sum_ax = np.asarray(state["sum_ax"], dtype=np.float64).copy()
+        return accumulator
+
     @property
     def covariance(self) -> np.ndarray:
         """Maximum-likelihood covariance (divided by n), (d, d) float64."""
         if self.n == 0:
             raise ValueError("no features were accumulated")
         return self._scatter / self.n
-
 
     def centred_fourth_moment(self) -> float:
         """sum_i ||x_i - mean||^4, from the raw sums (expanding the square around the mean)."""
@@ -139,37 +170,35 @@ def calibrate(distances: np.ndarray, quantiles: np.ndarray) -> np.ndarray:
 
 @dataclass
 class GaussianStats:
-    """What the score needs: mean (d,), precision (d, d), and the calibration quantiles (k,)."""
+    """What the score needs: mean (d,), precision (d, d), and the calibration quantiles (k,).
+
+    ``quantiles`` is None until :meth:`calibrated` adds them; a checkpoint needs them.
+    """
 
     mean: np.ndarray
     precision: np.ndarray
     n_samples: int
     estimator: str
-    quantiles: np.ndarray
+    quantiles: np.ndarray | None = None
 
     @classmethod
-    def fit(
-        cls,
-        accumulator: GaussianAccumulator,
-        heldout_distances_fn=None,
-        estimator: str = "pinv",
-    ) -> "GaussianStats":
-        """Precision from an accumulator; quantiles from ``heldout_distances_fn(stats)`` if given.
-
-        ``heldout_distances_fn`` takes the fitted (uncalibrated) stats and returns the
-        distances of held-out human responses; without it, calibration is left empty.
-        """
+    def fit(cls, accumulator: GaussianAccumulator, estimator: str = "pinv") -> "GaussianStats":
+        """Mean and precision from an accumulator (paper, section 3.2), not yet calibrated."""
         covariance, _ = shrunk_covariance(accumulator, estimator)
-        stats = cls(
+        return cls(
             mean=accumulator.mean.copy(),
             precision=precision_matrix(covariance),
             n_samples=accumulator.n,
             estimator=estimator,
-            quantiles=np.zeros(0),
         )
-        if heldout_distances_fn is not None:
-            stats.quantiles = np.quantile(heldout_distances_fn(stats), DEFAULT_QUANTILE_LEVELS)
-        return stats
+
+    def calibrated(self, heldout_distances: np.ndarray) -> "GaussianStats":
+        """These statistics with calibration quantiles: the distances (n,) of held-out human
+        responses at levels 0, 0.001, ..., 1."""
+        heldout_distances = np.asarray(heldout_distances, dtype=np.float64)
+        if heldout_distances.ndim != 1 or len(heldout_distances) < 2:
+            raise ValueError(f"calibration needs at least 2 held-out distances, got shape {heldout_distances.shape}")
+        return replace(self, quantiles=np.quantile(heldout_distances, DEFAULT_QUANTILE_LEVELS))
 
     @property
     def dim(self) -> int:

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
-from . import __version__
-from .checkpoint import load_encoder, resolve_checkpoint
+from .checkpoint_sources import resolve_checkpoint
+from .features import Encoder
 from .gaussian import calibrate
 from .inputs import check_dialogues, check_pairs
+from .version import __version__
 
 logger = logging.getLogger(__name__)
 
@@ -34,15 +34,20 @@ class DensityResult:
     signature: str
 
     @property
-    def density(self) -> float:
-        """Mean raw score over all rows."""
+    def mean_score(self) -> float:
+        """Mean raw score over all rows (``compute``'s ``density`` key)."""
         return float(np.mean(self.scores))
+
+    @property
+    def density(self) -> float:
+        """Alias of :attr:`mean_score`, the name of ``compute``'s key, kept for callers of 0.1."""
+        return self.mean_score
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "scores": self.scores.tolist(),
             "calibrated": self.calibrated.tolist(),
-            "density": self.density,
+            "density": self.mean_score,
             "calibrated_mean": float(np.mean(self.calibrated)),
             "signature": self.signature,
         }
@@ -86,8 +91,12 @@ class DensityScorer:
         self.checkpoint = resolve_checkpoint(
             checkpoint, revision, cache_dir=cache_dir, local_files_only=local_files_only
         )
-        self.encoder = load_encoder(
-            self.checkpoint.encoder_path, self.checkpoint.config, device=device, dtype=dtype, max_length=max_length
+        self.encoder = Encoder.load(
+            self.checkpoint.encoder_path,
+            self.checkpoint.config.pair_format,
+            device=device,
+            dtype=dtype,
+            max_length=max_length,
         )
         self.stats = self.checkpoint.stats
         self.batch_size = batch_size
@@ -209,19 +218,37 @@ class DensityScorer:
             if dataset.column_names is not None and column not in dataset.column_names:
                 raise ValueError(f"dataset has no column {column!r}; columns: {dataset.column_names}")
 
-        def score_chunk(batch, indices):
-            distances = self.distances(batch[context_column], batch[response_column], first_row=indices[0])
-            result = self.result(distances)
-            return {output_column: result.scores.tolist(), f"{output_column}_calibrated": result.calibrated.tolist()}
-
+        score_chunk = _ScoreDatasetChunk(self, context_column, response_column, output_column)
         kwargs = dict(batched=True, batch_size=chunk_size, with_indices=True)
         if isinstance(dataset, datasets.IterableDataset):
             return dataset.map(score_chunk, **kwargs)
-        # An explicit fingerprint: otherwise datasets would hash this function, model and all.
-        fingerprint = hashlib.sha256(
-            f"{dataset._fingerprint}|{self.signature}|{context_column}|{response_column}|{output_column}".encode()
-        ).hexdigest()[:16]
-        return dataset.map(score_chunk, new_fingerprint=fingerprint, desc="DEnsity", **kwargs)
+        return dataset.map(score_chunk, desc="DEnsity", **kwargs)
+
+
+class _ScoreDatasetChunk:
+    """The ``Dataset.map`` function of :meth:`DensityScorer.score_dataset`.
+
+    ``datasets`` names the cached result after a hash of the pickled function. Pickled, this
+    is only the scorer's signature and the column names, so the hash is cheap (the model is
+    not hashed), stable across sessions, and changes whenever the checkpoint or options do.
+    """
+
+    def __init__(self, scorer: DensityScorer, context_column: str, response_column: str, output_column: str):
+        self.scorer, self.columns = scorer, (context_column, response_column, output_column)
+
+    def __getstate__(self) -> dict:
+        return {"signature": self.scorer.signature, "columns": self.columns}
+
+    def __call__(self, batch, indices):
+        from .tables import score_columns
+
+        context_column, response_column, output_column = self.columns
+
+        # The same step as for files (tables.score_columns); first_row makes errors name the dataset row.
+        def score_pairs(contexts, responses):
+            return self.scorer.result(self.scorer.distances(contexts, responses, first_row=indices[0]))
+
+        return score_columns(score_pairs, batch[context_column], batch[response_column], field=output_column)
 
 
 def score(contexts: Sequence, responses: Sequence, checkpoint: str | None = None, **kwargs) -> DensityResult:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from density_metric.checkpoint import DensityConfig, load_encoder, save_checkpoint
+from density_metric.checkpoint_format import DensityConfig, save_checkpoint
+from density_metric.features import Encoder
 from density_metric.gaussian import GaussianAccumulator, GaussianStats
+from density_metric.pair_format import PairFormat
 
 from .tiny import build_tiny_encoder, synthetic_pairs
 
@@ -15,14 +17,15 @@ def tiny_checkpoint(tmp_path_factory):
     """A complete DEnsity checkpoint directory with a tiny random encoder and fitted statistics."""
     directory = tmp_path_factory.mktemp("tiny_checkpoint")
     model, tokenizer = build_tiny_encoder(directory / "encoder_src")
-    config = DensityConfig(max_length=64, max_response_length=24, name="tiny-test")
+    config = DensityConfig(pair_format=PairFormat(max_length=64, max_response_length=24), name="tiny-test")
     model.save_pretrained(directory / "encoder_src")
     tokenizer.save_pretrained(directory / "encoder_src")
-    encoder = load_encoder(directory / "encoder_src", config, device="cpu", dtype="float32")
+    encoder = Encoder.load(directory / "encoder_src", config.pair_format, device="cpu", dtype="float32")
     accumulator = GaussianAccumulator(encoder.dim)
     accumulator.update(encoder.features(*synthetic_pairs(300, seed=1)))
     heldout = synthetic_pairs(200, seed=2)
-    stats = GaussianStats.fit(accumulator, lambda s: s.distances(encoder.features(*heldout)))
+    stats = GaussianStats.fit(accumulator)
+    stats = stats.calibrated(stats.distances(encoder.features(*heldout)))
     out = directory / "checkpoint"
     save_checkpoint(out, stats, config, model=encoder.model, tokenizer=encoder.tokenizer, card="# tiny test checkpoint\n")
     return out

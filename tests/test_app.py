@@ -95,6 +95,10 @@ def test_malformed_upload_gets_a_friendly_message(client, tiny_checkpoint, tmp_p
     (tmp_path / "empty.csv").write_text("")
     with pytest.raises(Exception, match="has no rows"):
         client.predict(handle_file(str(tmp_path / "empty.csv")), "", str(tiny_checkpoint), api_name="/score_file")
+    (tmp_path / "latin1.csv").write_bytes(b"context,response\ncaf\xe9,fine\n")
+    with pytest.raises(Exception, match=r"latin1\.csv: not UTF-8 text") as error:
+        client.predict(handle_file(str(tmp_path / "latin1.csv")), "", str(tiny_checkpoint), api_name="/score_file")
+    assert "/latin1.csv" not in str(error.value)  # the name only, not the server's temporary path
     (tmp_path / "broken.jsonl").write_text("{not json\n[1, 2]\n")
     path, summary = client.predict(handle_file(str(tmp_path / "broken.jsonl")), "", str(tiny_checkpoint), api_name="/score_file")
     assert "Scored 0 of 2 rows; 2 bad row(s)" in summary

@@ -1,5 +1,6 @@
 """Checkpoint format: round trip, validation messages, and resolution (local, Hub cache, bundled)."""
 
+import dataclasses
 import json
 import os
 import shutil
@@ -11,15 +12,9 @@ import pytest
 from safetensors.numpy import load_file, save_file
 
 from density_metric import DensityScorer
-from density_metric.checkpoint import (
-    BUNDLED_DIR,
-    CONFIG_FILE,
-    GAUSSIAN_FILE,
-    CheckpointError,
-    load_checkpoint,
-    load_encoder,
-    resolve_checkpoint,
-)
+from density_metric.checkpoint_format import CONFIG_FILE, GAUSSIAN_FILE, CheckpointError, load_checkpoint
+from density_metric.checkpoint_sources import BUNDLED_DIR, resolve_checkpoint
+from density_metric.features import Encoder
 
 from .hub_cache import build_hub_cache
 
@@ -115,9 +110,9 @@ def test_statistics_of_another_dimension_than_the_encoder_are_rejected(broken):
 
 def test_turn_separator_unknown_to_tokenizer_is_rejected(tiny_checkpoint):
     checkpoint = load_checkpoint(tiny_checkpoint)
-    checkpoint.config.turn_separator = "[SEPT]"
+    pair_format = dataclasses.replace(checkpoint.config.pair_format, turn_separator="[SEPT]")
     with pytest.raises(CheckpointError, match=r"turn_separator '\[SEPT\]' is not a token"):
-        load_encoder(checkpoint.encoder_path, checkpoint.config, device="cpu")
+        Encoder.load(checkpoint.encoder_path, pair_format, device="cpu")
 
 
 def test_missing_encoder_package_says_how_to_install(broken):
@@ -177,3 +172,23 @@ def test_hub_repo_absent_from_cache_fails_offline(tmp_path):
 def test_string_that_is_neither_directory_nor_repo_id_is_rejected(tmp_path):
     with pytest.raises(ValueError, match="neither a local directory nor a valid Hub repo id"):
         resolve_checkpoint(str(tmp_path / "no" / "such" / "dir"), local_files_only=True)
+
+
+def test_saving_statistics_without_calibration_fails_and_writes_nothing(tiny_checkpoint, tmp_path):
+    from density_metric.checkpoint_format import DensityConfig, save_checkpoint
+
+    checkpoint = load_checkpoint(tiny_checkpoint)
+    uncalibrated = dataclasses.replace(checkpoint.stats, quantiles=None)
+    out = tmp_path / "unloadable"
+    with pytest.raises(CheckpointError, match=r"density_gaussian.safetensors: quantiles must have shape \(k,\) with k >= 2"):
+        save_checkpoint(out, uncalibrated, DensityConfig(), model=object(), tokenizer=object())
+    assert not out.exists()
+
+
+def test_saving_a_head_of_the_wrong_size_fails(tiny_checkpoint, tmp_path):
+    from density_metric.checkpoint_format import save_checkpoint
+
+    checkpoint = load_checkpoint(tiny_checkpoint)
+    with pytest.raises(CheckpointError, match=r"density_head.safetensors: weight must be \(32,\)"):
+        save_checkpoint(tmp_path / "x", checkpoint.stats, checkpoint.config, head=(np.zeros(5), 0.0),
+                        model=object(), tokenizer=object())  # fmt: skip

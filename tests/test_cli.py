@@ -68,8 +68,11 @@ def test_bad_row_stops_the_run_with_its_line_number(tiny_checkpoint, tmp_path):
     (tmp_path / "in.jsonl").write_text(
         json.dumps(ROWS[0]) + "\n" + json.dumps({"context": ["hi"], "response": None}) + "\n{broken\n", encoding="utf-8"
     )
-    with pytest.raises(SystemExit, match=r"line 2: response must be a string, got NoneType \(2 bad row\(s\)"):
+    bad_row = r"line 2: response must be a string, got NoneType \(2 bad row\(s\)"
+    with pytest.raises(SystemExit, match=bad_row) as stop:
         run(tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl")
+    message = str(stop.value)
+    assert message.startswith("error: ") and message.endswith("--on-error skip scores the others and marks these")
     assert not (tmp_path / "out.jsonl").exists()
 
 
@@ -92,3 +95,15 @@ def test_unknown_extension_asks_for_format(tiny_checkpoint, tmp_path):
     (tmp_path / "in.txt").write_text("x")
     with pytest.raises(SystemExit, match="use --format"):
         run(tiny_checkpoint, tmp_path / "in.txt", "-o", tmp_path / "out.jsonl")
+
+
+def test_unknown_output_extension_asks_for_output_format(tiny_checkpoint, tmp_path):
+    write_jsonl(tmp_path / "in.jsonl", ROWS)
+    with pytest.raises(SystemExit, match=r"error: cannot tell the format of .*out\.txt.*; use --output-format"):
+        run(tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.txt")
+
+
+def test_unreadable_input_is_an_error_naming_the_file(tiny_checkpoint, tmp_path):
+    (tmp_path / "in.jsonl").write_bytes(b'{"context": ["caf\xe9"], "response": "x"}\n')
+    with pytest.raises(SystemExit, match=r"error: .*in\.jsonl: not UTF-8 text"):
+        run(tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl")

@@ -59,3 +59,36 @@ def test_bad_row_error_names_its_dataset_row(tiny_scorer):
     ds = ds.map(lambda row, i: {"response": None if i == 21 else row["response"]}, with_indices=True)
     with pytest.raises(ValueError, match=r"responses\[21\] must be a string"):
         tiny_scorer.score_dataset(ds, chunk_size=8)
+
+
+def test_datasets_and_tables_share_one_scoring_step(tiny_scorer, monkeypatch):
+    """score_dataset and tables.score_rows both turn chunks into columns with tables.score_columns."""
+    from density_metric import tables
+
+    contexts, responses = synthetic_pairs(10, seed=34)
+    chunk_sizes = []
+    score_columns = tables.score_columns
+    monkeypatch.setattr(
+        tables, "score_columns", lambda fn, c, r, **kw: chunk_sizes.append(len(r)) or score_columns(fn, c, r, **kw)
+    )
+    ds = datasets.Dataset.from_dict({"context": contexts, "response": responses})
+    scored = tiny_scorer.score_dataset(ds, chunk_size=4)
+    rows = [tables.Row({}, f"row {i}", c, r) for i, (c, r) in enumerate(zip(contexts, responses))]
+    tables.score_rows(rows, tiny_scorer.score, chunk_rows=4)
+    assert chunk_sizes == [4, 4, 2] * 2
+    np.testing.assert_array_equal([row.record["density"] for row in rows], scored["density"])
+    np.testing.assert_array_equal([row.record["density_calibrated"] for row in rows], scored["density_calibrated"])
+
+
+def test_a_dataset_on_disk_is_scored_once_then_read_from_the_cache(spied_scorer, tmp_path):
+    """The map function hashes as the scorer's signature and columns: the same request hits
+    datasets' cache, another output column or checkpoint does not."""
+    datasets.Dataset.from_dict(dict(zip(("context", "response"), synthetic_pairs(20, seed=35)))).save_to_disk(tmp_path / "ds")
+    ds = datasets.load_from_disk(tmp_path / "ds")
+    first = spied_scorer.score_dataset(ds, chunk_size=8)
+    assert spied_scorer.calls == [8, 8, 4]
+    again = spied_scorer.score_dataset(ds, chunk_size=8)
+    assert spied_scorer.calls == [8, 8, 4]  # read back, not scored again
+    assert again["density"] == first["density"]
+    spied_scorer.score_dataset(ds, chunk_size=8, output_column="other")
+    assert spied_scorer.calls == [8, 8, 4, 8, 8, 4]

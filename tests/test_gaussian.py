@@ -79,7 +79,9 @@ def test_fit_stores_quantiles_of_heldout_distances():
     accumulator = GaussianAccumulator(3)
     accumulator.update(rng.normal(size=(500, 3)))
     heldout = rng.normal(size=(300, 3))
-    stats = GaussianStats.fit(accumulator, lambda s: s.distances(heldout))
+    stats = GaussianStats.fit(accumulator)
+    assert stats.quantiles is None  # calibration is its own step
+    stats = stats.calibrated(stats.distances(heldout))
     distances = reference_distance(heldout, stats.mean, stats.precision)
     np.testing.assert_allclose(stats.quantiles[[0, 500, 1000]], np.quantile(distances, [0, 0.5, 1]), rtol=1e-10)
     assert stats.n_samples == 500 and stats.estimator == "pinv"
@@ -141,3 +143,25 @@ def test_saved_moments_reload_to_the_same_shrunk_covariance(tmp_path):
     reloaded = load_moments(tmp_path / "m.safetensors")
     for estimator in ("pinv", "ledoit-wolf", "oas"):
         np.testing.assert_allclose(shrunk_covariance(reloaded, estimator)[0], shrunk_covariance(accumulator, estimator)[0])
+
+
+def test_accumulator_state_round_trips_and_keeps_merging_exactly():
+    rng = np.random.default_rng(11)
+    first, second = rng.normal(size=(40, 4)), rng.normal(size=(25, 4))
+    accumulator = GaussianAccumulator(4)
+    accumulator.update(first)
+    restored = GaussianAccumulator.from_state_dict(accumulator.state_dict())
+    restored.update(second)
+    accumulator.update(second)
+    for key, value in accumulator.state_dict().items():
+        np.testing.assert_array_equal(restored.state_dict()[key], value)
+    both = np.vstack([first, second])
+    np.testing.assert_allclose(restored.covariance, np.cov(both.T, bias=True), rtol=1e-12)
+
+
+def test_accumulator_state_with_a_missing_or_misshapen_key_is_named():
+    state = GaussianAccumulator(3).state_dict()
+    with pytest.raises(ValueError, match="lacks scatter"):
+        GaussianAccumulator.from_state_dict({k: v for k, v in state.items() if k != "scatter"})
+    with pytest.raises(ValueError, match=r"'sum_ax' has shape \(2,\), expected \(3,\)"):
+        GaussianAccumulator.from_state_dict({**state, "sum_ax": np.zeros(2)})

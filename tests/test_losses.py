@@ -8,7 +8,7 @@ import torch
 from train.losses import recall_and_mrr, selection_loss, supervised_contrastive_loss
 
 
-def naive_scl(features, group_size, tau, form):
+def naive_scl(features, group_size, tau, average):
     """Eq. 4 of the paper, one anchor and one positive at a time."""
     z = [f / f.norm() for f in features.double()]
     rows = len(z)
@@ -21,16 +21,16 @@ def naive_scl(features, group_size, tau, form):
         denominator = sum(math.exp(float(z[i] @ z[a]) / tau) for a in range(rows) if a != i)
         total += -sum(math.log(math.exp(float(z[i] @ z[p]) / tau) / denominator) for p in positives) / len(positives)
         anchors += 1
-    return total / anchors if form == "paper" else total / rows
+    return total / anchors if average == "gold-anchors" else total / rows
 
 
-@pytest.mark.parametrize("form", ["paper", "code"])
+@pytest.mark.parametrize("average", ["gold-anchors", "all-rows"])
 @pytest.mark.parametrize("groups, group_size", [(4, 3), (2, 5), (3, 1)])
-def test_vectorised_contrastive_loss_equals_naive_double_loop(form, groups, group_size):
+def test_vectorised_contrastive_loss_equals_naive_double_loop(average, groups, group_size):
     torch.manual_seed(groups * 10 + group_size)
     features = torch.randn(groups * group_size, 8)
-    expected = naive_scl(features, group_size, tau=0.1, form=form)
-    assert supervised_contrastive_loss(features, group_size, tau=0.1, form=form).item() == pytest.approx(expected, rel=1e-5)
+    expected = naive_scl(features, group_size, tau=0.1, average=average)
+    assert supervised_contrastive_loss(features, group_size, tau=0.1, average=average).item() == pytest.approx(expected, rel=1e-5)
 
 
 def test_contrastive_loss_is_zero_without_a_second_gold_row():

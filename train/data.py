@@ -1,7 +1,7 @@
 """Training examples for response selection: each gold pair with N random negatives.
 
 Negatives are utterances of the same split, never the gold response nor any turn of its
-context (DESIGN.md part 1). Sampling is seeded: ``negatives_seed`` fixes them for all
+context, as in the authors' code. Sampling is seeded: ``negatives_seed`` fixes them for all
 epochs (the authors' way, seed 42), or ``resample=True`` draws new ones each epoch from
 ``seed + epoch``.
 """

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from typing import Sequence
 
-import numpy as np
 from safetensors.numpy import load_file, save_file
 
 from density_metric.features import Encoder
@@ -43,34 +42,18 @@ def fit_from_moments(
     batch_size: int = 64,
 ) -> GaussianStats:
     """Precision from accumulated moments; calibration quantiles from held-out gold pairs."""
-
-    def heldout_distances(stats: GaussianStats):
-        return stats.distances(encoder.features(*heldout_pairs, batch_size=batch_size, progress=True))
-
-    return GaussianStats.fit(accumulator, heldout_distances, estimator=estimator)
+    stats = GaussianStats.fit(accumulator, estimator=estimator)
+    return stats.calibrated(stats.distances(encoder.features(*heldout_pairs, batch_size=batch_size, progress=True)))
 
 
 def save_moments(path, accumulator: GaussianAccumulator) -> None:
     """Keep the raw moments beside a checkpoint so other estimators can be tried without re-encoding."""
-    save_file(
-        {
-            "mean": accumulator.mean,
-            "covariance": accumulator.covariance,
-            "n_samples": np.asarray(accumulator.n),
-            "sum_a": np.asarray(accumulator._sum_a),
-            "sum_a2": np.asarray(accumulator._sum_a2),
-            "sum_ax": accumulator._sum_ax,
-        },
-        str(path),
-    )
+    save_file(accumulator.state_dict(), str(path))
 
 
 def load_moments(path) -> GaussianAccumulator:
-    tensors = load_file(str(path))
-    accumulator = GaussianAccumulator(tensors["mean"].shape[0])
-    accumulator.n = int(tensors["n_samples"])
-    accumulator.mean = tensors["mean"]
-    accumulator._scatter = tensors["covariance"] * accumulator.n
-    accumulator._sum_a, accumulator._sum_a2 = float(tensors["sum_a"]), float(tensors["sum_a2"])
-    accumulator._sum_ax = tensors["sum_ax"]
-    return accumulator
+    """An accumulator saved by :func:`save_moments`; a ValueError names the file and the problem."""
+    try:
+        return GaussianAccumulator.from_state_dict(load_file(str(path)))
+    except Exception as err:  # safetensors raises several error types for a bad file
+        raise ValueError(f"{path}: not a moments file of this version ({err})") from None

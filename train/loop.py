@@ -22,7 +22,7 @@ import contextlib
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -31,10 +31,10 @@ from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
 from density_metric.features import pad_batch, resolve_dtype
-from density_metric.text import encode_pairs
+from density_metric.pair_format import PairFormat
 
 from .data import SelectionData, epoch_negatives
-from .losses import SCL_FORMS, recall_and_mrr, selection_loss, supervised_contrastive_loss
+from .losses import CONTRASTIVE_AVERAGES, recall_and_mrr, selection_loss, supervised_contrastive_loss
 from .model import DensityModel
 
 logger = logging.getLogger(__name__)
@@ -42,12 +42,13 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class TrainConfig:
-    """The recipe; defaults are the authors' DailyDialog settings (DESIGN.md part 1)."""
+    """The recipe. The defaults are the authors' DailyDialog settings: bert-base-uncased, 1 + 15
+    candidates at 256 tokens, negatives sampled once with seed 42, 10 epochs of 16 contexts per
+    step, AdamW at 5e-5 with 1,000 warm-up steps, and the contrastive loss at tau 0.1 and weight 1
+    averaged over the gold anchors (the paper's eq. 4)."""
 
     backbone: str = "bert-base-uncased"
-    turn_separator: str = "[SEP]"
-    max_length: int = 256
-    max_response_length: int = 128
+    pair_format: PairFormat = field(default_factory=PairFormat)
     negatives: int = 15
     resample_negatives: bool = False
     negatives_seed: int = 42
@@ -58,9 +59,9 @@ class TrainConfig:
     weight_decay: float = 0.0
     warmup_steps: int = 1000
     max_grad_norm: float = 1.0
-    tau: float = 0.1
-    lam: float = 1.0
-    scl_form: str = "paper"
+    tau: float = 0.1  # temperature of the supervised contrastive loss
+    contrastive_weight: float = 1.0  # the paper's lambda: loss = CE + contrastive_weight * SCL
+    contrastive_average: str = "gold-anchors"  # "gold-anchors" (the paper) or "all-rows" (the authors' code)
     seed: int = 42
     eval_batch_size: int = 32  # validation contexts per forward pass
     valid_limit: int = 0  # validation pairs scored for Recall@1 after each epoch; 0: all
@@ -69,8 +70,12 @@ class TrainConfig:
     save_every: int = 200  # optimizer steps between saves of state/ (also saved after every epoch)
 
     def __post_init__(self):
-        if self.scl_form not in SCL_FORMS:
-            raise ValueError(f"scl_form must be one of {SCL_FORMS}, got {self.scl_form!r}")
+        if isinstance(self.pair_format, dict):  # as read back from trainer_state.json
+            self.pair_format = PairFormat.from_dict(self.pair_format)
+        if self.contrastive_average not in CONTRASTIVE_AVERAGES:
+            raise ValueError(
+                f"contrastive_average must be one of {CONTRASTIVE_AVERAGES}, got {self.contrastive_average!r}"
+            )
         if self.mixed_precision not in ("auto", "no", "bf16", "fp16"):
             raise ValueError(f"mixed_precision must be 'auto', 'no', 'bf16' or 'fp16', got {self.mixed_precision!r}")
 
@@ -87,15 +92,7 @@ def _encode_groups(tokenizer, config: TrainConfig, contexts, candidates) -> tupl
     """Token ids of every (context, candidate) of the groups, group after group."""
     flat_contexts = [context for context, group in zip(contexts, candidates) for _ in group]
     flat_candidates = [candidate for group in candidates for candidate in group]
-    ids = encode_pairs(
-        tokenizer,
-        flat_contexts,
-        flat_candidates,
-        turn_separator=config.turn_separator,
-        max_length=config.max_length,
-        max_response_length=config.max_response_length,
-    )
-    return pad_batch(ids, tokenizer.pad_token_id)
+    return pad_batch(config.pair_format.encode(tokenizer, flat_contexts, flat_candidates), tokenizer.pad_token_id)
 
 
 def _save_optimizer(path: Path, optimizer) -> None:
@@ -133,7 +130,7 @@ class Trainer:
         state_dir = self.out_dir / "state"
         resume = (state_dir / "trainer_state.json").is_file()
         torch.manual_seed(config.seed)
-        model, self.tokenizer = DensityModel.load(state_dir if resume else config.backbone, config.turn_separator)
+        model, self.tokenizer = DensityModel.load(state_dir if resume else config.backbone, config.pair_format)
         optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         self.steps_per_epoch = self._steps_per_epoch()
         self.scheduler = get_linear_schedule_with_warmup(
@@ -171,9 +168,9 @@ class Trainer:
         with self.accelerator.autocast():
             features, logits = self.model(input_ids.to(device), attention_mask.to(device))
         loss = selection_loss(logits, group_size)
-        if self.config.lam:
-            loss = loss + self.config.lam * supervised_contrastive_loss(
-                features, group_size, self.config.tau, self.config.scl_form
+        if self.config.contrastive_weight:
+            loss = loss + self.config.contrastive_weight * supervised_contrastive_loss(
+                features, group_size, self.config.tau, self.config.contrastive_average
             )
         return loss
 

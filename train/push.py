@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from density_metric.checkpoint import load_checkpoint
+from density_metric.checkpoint_format import CHECKPOINT_FILES, load_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -19,12 +19,15 @@ def push_checkpoint(
     endpoint: str | None = None,
     token: str | None = None,
 ) -> str:
-    """Create ``repo_id`` if needed, commit every file of the (validated) checkpoint, return the commit hash.
+    """Create ``repo_id`` if needed, commit the (validated) checkpoint's files, return the commit hash.
+
+    Only the files a checkpoint may hold (``CHECKPOINT_FILES``, the same list a download
+    fetches) are uploaded; anything else in the folder stays local.
 
     Pin that hash: ``DensityScorer(repo_id, revision=<hash>)`` / ``evaluate.load("density",
     checkpoint=repo_id, revision=<hash>)``.
     """
-    from huggingface_hub import CommitOperationAdd, HfApi
+    from huggingface_hub import HfApi
 
     directory = Path(directory)
     checkpoint = load_checkpoint(directory)  # refuse to upload something the metric cannot load
@@ -33,8 +36,12 @@ def push_checkpoint(
                          "for its encoder; push a checkpoint that holds its own encoder files")  # fmt: skip
     api = HfApi(endpoint=endpoint, token=token)
     api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)
-    files = sorted(p for p in directory.iterdir() if p.is_file())
-    operations = [CommitOperationAdd(path_in_repo=file.name, path_or_fileobj=str(file)) for file in files]
-    commit = api.create_commit(repo_id, operations, commit_message=message, repo_type="model")
-    logger.info("pushed %d files to %s at %s", len(files), repo_id, commit.oid)
+    commit = api.upload_folder(
+        repo_id=repo_id,
+        folder_path=directory,
+        repo_type="model",
+        commit_message=message,
+        allow_patterns=CHECKPOINT_FILES,
+    )
+    logger.info("pushed %s to %s at %s", directory, repo_id, commit.oid)
     return commit.oid

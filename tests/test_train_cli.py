@@ -1,0 +1,55 @@
+"""The training command line: its flags match the recipe, bad combinations are refused, packaging."""
+
+import dataclasses
+import subprocess
+import sys
+
+import pytest
+
+from density_metric.pair_format import PairFormat
+from train.__main__ import build_parser, main
+from train.loop import TrainConfig
+
+
+def test_train_flags_default_to_the_recipes_defaults(tmp_path):
+    args = build_parser().parse_args(["train", "--out", str(tmp_path)])
+    defaults = TrainConfig()
+    for field in dataclasses.fields(TrainConfig):
+        if field.name == "pair_format":
+            assert PairFormat(args.turn_separator, args.max_length, args.max_response_length) == defaults.pair_format
+        else:
+            assert getattr(args, field.name) == getattr(defaults, field.name), field.name
+
+
+def test_old_contrastive_weight_flag_is_an_alias(tmp_path):
+    args = build_parser().parse_args(["train", "--out", str(tmp_path), "--lam", "0.5"])
+    assert args.contrastive_weight == 0.5
+
+
+def test_reference_package_with_another_encoder_is_refused(tmp_path):
+    with pytest.raises(SystemExit, match="--reference-package .* needs --encoder minilm, not 'runs/x/best'"):
+        main(["fit", "--data-dir", str(tmp_path), "--encoder", "runs/x/best", "--reference-package", "--out", str(tmp_path / "o")])
+
+
+def test_impossible_pair_format_is_an_error_line_not_a_traceback(tmp_path):
+    with pytest.raises(SystemExit, match="error: max_response_length=200 must be in"):
+        main(["fit", "--data-dir", str(tmp_path), "--max-length", "64", "--max-response-length", "200", "--out", str(tmp_path)])
+
+
+def test_training_package_is_installed_as_density_train_not_train(tmp_path):
+    """Outside the checkout only the installed name exists, so no top-level 'train' is shipped."""
+    code = (
+        "import importlib.util, density_train.loop\n"
+        "print(importlib.util.find_spec('train') is None, density_train.loop.TrainConfig().negatives)"
+    )
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["True", "15"]
+
+
+def test_version_comes_from_the_package_metadata():
+    from importlib.metadata import version
+
+    import density_metric
+
+    assert density_metric.__version__ == version("density-metric")
