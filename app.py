@@ -34,14 +34,18 @@ MAX_ROWS = 2000  # per uploaded file
 CONCURRENCY = 2
 
 EXAMPLES = [
-    ["Hi! How was your weekend?\nPretty good. I finally went to that new Italian place downtown.",
-     "Oh nice, how was the food? I've heard their pasta is amazing.\n"
-     "The mitochondria is the powerhouse of the cell.\n"
-     "Italian Italian place place downtown downtown downtown.\n"
-     "Pretty good. I finally went to that new Italian place downtown."],
-    ["Excuse me, could you tell me where the train station is?",
-     "Sure, go straight two blocks and turn left. You can't miss it.\nI like turtles.\nstation station station"],
-]  # fmt: skip
+    [
+        "Hi! How was your weekend?\nPretty good. I finally went to that new Italian place downtown.",
+        "Oh nice, how was the food? I've heard their pasta is amazing.\n"
+        "The mitochondria is the powerhouse of the cell.\n"
+        "Italian Italian place place downtown downtown downtown.\n"
+        "Pretty good. I finally went to that new Italian place downtown.",
+    ],
+    [
+        "Excuse me, could you tell me where the train station is?",
+        "Sure, go straight two blocks and turn left. You can't miss it.\nI like turtles.\nstation station station",
+    ],
+]
 DIALOGUE_EXAMPLE = (
     "Hi, can I help you?\nYes, I'm looking for a birthday present for my sister.\n"
     "How old is she?\nShe's turning twenty.\nHow about this scarf? It's very popular this season.\n"
@@ -132,8 +136,10 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
         scorer = scorers(checkpoint)
         result = scorer.score([turns] * len(replies), replies)
         order = np.argsort(-result.scores, kind="stable")
-        table = [[rank + 1, replies[i], round(float(result.scores[i]), 3), round(float(result.calibrated[i]), 3)]
-                 for rank, i in enumerate(order)]  # fmt: skip
+        table = [
+            [rank + 1, replies[i], round(float(result.scores[i]), 3), round(float(result.calibrated[i]), 3)]
+            for rank, i in enumerate(order)
+        ]
         plot = distribution_plot(scorer, [replies[i] for i in order], result.scores[order])
         return table, plot
 
@@ -143,8 +149,10 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
         if len(turns) < 2:
             raise UserError("A dialogue needs at least 2 turns, one per line.")
         result = scorers(checkpoint).score_dialogue(turns, aggregate=aggregate)
-        rows = [[i + 2, turns[i + 1], round(s, 3), round(c, 3)]
-                for i, (s, c) in enumerate(zip(result["turn_scores"], result["turn_calibrated"]))]  # fmt: skip
+        rows = [
+            [i + 2, turns[i + 1], round(s, 3), round(c, 3)]
+            for i, (s, c) in enumerate(zip(result["turn_scores"], result["turn_calibrated"]))
+        ]
         chart = {"turn": [r[0] for r in rows], "calibrated": [r[3] for r in rows]}
         import pandas as pd
 
@@ -152,7 +160,8 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
         return summary, rows, pd.DataFrame(chart)
 
     @friendly
-    def score_file(upload, context_sep: str, checkpoint: str, progress=gr.Progress(track_tqdm=True)):
+    # Gradio injects a progress tracker through this default: its documented idiom.
+    def score_file(upload, context_sep: str, checkpoint: str, progress=gr.Progress(track_tqdm=True)):  # noqa: B008
         if upload is None:
             raise UserError("Upload a .jsonl or .csv file with 'context' and 'response' columns.")
         path = Path(upload if isinstance(upload, str) else upload.name)
@@ -161,8 +170,9 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
         except ValueError:
             raise UserError(f"{path.name}: use a .jsonl or .csv file.") from None
         try:
-            rows = read_rows(path, fmt, context_field="context", response_field="response",
-                             context_sep=context_sep or None)
+            rows = read_rows(
+                path, fmt, context_field="context", response_field="response", context_sep=context_sep or None
+            )
         except ValueError as err:
             # The message names the upload's temporary path, which means nothing to the user: keep its name only.
             raise UserError(str(err).replace(str(path), path.name)) from None
@@ -177,7 +187,9 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
         out = Path(tempfile.mkdtemp()) / f"{path.stem}.scored{path.suffix}"
         write_records(out, fmt, [row.record for row in rows])
         bad = sum(1 for row in rows if row.error)
-        summary = f"Scored {len(rows) - bad:,} of {len(rows):,} rows" + (f"; {bad} bad row(s) kept unscored, see `density_error`." if bad else ".")
+        summary = f"Scored {len(rows) - bad:,} of {len(rows):,} rows" + (
+            f"; {bad} bad row(s) kept unscored, see `density_error`." if bad else "."
+        )
         return str(out), summary
 
     def about(checkpoint: str):
@@ -204,11 +216,14 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
                 context = gr.Textbox(label="Context: one turn per line, oldest first", lines=6)
                 candidates = gr.Textbox(label=f"Candidate replies: one per line (up to {MAX_CANDIDATES})", lines=6)
             score_button = gr.Button("Score", variant="primary")
-            ranked = gr.Dataframe(headers=["rank", "reply", "raw score", "calibrated"], label="Ranked replies",
-                                  interactive=False)  # fmt: skip
+            ranked = gr.Dataframe(
+                headers=["rank", "reply", "raw score", "calibrated"], label="Ranked replies", interactive=False
+            )
             plot = gr.Plot(label="Where the replies fall among human replies")
             gr.Examples(EXAMPLES, [context, candidates], label="Examples: coherent, off-topic, repetitive, echo")
-            score_button.click(score_replies, [context, candidates, checkpoint], [ranked, plot], api_name="score_replies")
+            score_button.click(
+                score_replies, [context, candidates, checkpoint], [ranked, plot], api_name="score_replies"
+            )
         with gr.Tab("Score a dialogue"):
             dialogue = gr.Textbox(label="Dialogue: one turn per line", lines=8, value=DIALOGUE_EXAMPLE)
             aggregate = gr.Radio(["mean", "rms"], value="mean", label="Aggregate of the turn scores")
@@ -216,16 +231,24 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
             dialogue_summary = gr.Markdown()
             turns = gr.Dataframe(headers=["turn", "text", "raw score", "calibrated"], interactive=False)
             chart = gr.BarPlot(x="turn", y="calibrated", y_lim=[0, 1], label="Calibrated score per turn")
-            dialogue_button.click(score_dialogue, [dialogue, aggregate, checkpoint], [dialogue_summary, turns, chart],
-                                  api_name="score_dialogue")  # fmt: skip
+            dialogue_button.click(
+                score_dialogue,
+                [dialogue, aggregate, checkpoint],
+                [dialogue_summary, turns, chart],
+                api_name="score_dialogue",
+            )
         with gr.Tab("Batch"):
-            gr.Markdown(f"A `.jsonl` or `.csv` file with `context` (list or string) and `response`; up to {MAX_ROWS:,} rows.")
+            gr.Markdown(
+                f"A `.jsonl` or `.csv` file with `context` (list or string) and `response`; up to {MAX_ROWS:,} rows."
+            )
             upload = gr.File(label="File", file_types=[".jsonl", ".csv"])
             separator = gr.Textbox(label="Split string contexts into turns on (optional)", value="")
             batch_button = gr.Button("Score file", variant="primary")
             scored = gr.File(label="Scored file")
             batch_summary = gr.Markdown()
-            batch_button.click(score_file, [upload, separator, checkpoint], [scored, batch_summary], api_name="score_file")
+            batch_button.click(
+                score_file, [upload, separator, checkpoint], [scored, batch_summary], api_name="score_file"
+            )
         with gr.Tab("About"):
             about_text = gr.Markdown()
             about_button = gr.Button("Show checkpoint details")

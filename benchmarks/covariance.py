@@ -27,7 +27,11 @@ from .sets import apply_protocol, context_of, load_sets
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.covariance")
     parser.add_argument("--checkpoint", default="default")
-    parser.add_argument("--data-dir", default="../shared/data", help="folder with dailydialog/ and the human-judgment sets (default: ../shared/data, the checkout's neighbour)")
+    parser.add_argument(
+        "--data-dir",
+        default="../shared/data",
+        help="folder with dailydialog/ and the human-judgment sets (default: ../shared/data, the checkout's neighbour)",
+    )
     parser.add_argument("--train-pairs", type=int, default=20000)
     parser.add_argument("--valid-cases", type=int, default=1000)
     parser.add_argument("--dtype", default="auto")
@@ -38,24 +42,30 @@ def main(argv=None) -> None:
     accumulator = GaussianAccumulator(scorer.stats.dim)
     accumulator.update(scorer.features([contexts[i] for i in pick], [responses[i] for i in pick]))
 
-    cases = make_probes(list(load_dailydialog(f"{args.data_dir}/dailydialog", "validation")["turns"]), args.valid_cases, 0)
+    cases = make_probes(
+        list(load_dailydialog(f"{args.data_dir}/dailydialog", "validation")["turns"]), args.valid_cases, 0
+    )
     case_contexts = [case["context"] for case in cases]
     gold = scorer.features(case_contexts, [case["gold"] for case in cases])
     random_ = scorer.features(case_contexts, [case["random"] for case in cases])
     [zhao] = load_sets(args.data_dir, ["dailydialog_zhao"])
     index, human = apply_protocol(zhao, "paper")
-    zhao_features = scorer.features([context_of(zhao.rows[i], False) for i in index], [zhao.rows[i]["response"] for i in index])
+    zhao_features = scorer.features(
+        [context_of(zhao.rows[i], False) for i in index], [zhao.rows[i]["response"] for i in index]
+    )
 
     report = {"train_pairs": accumulator.n, "signature": scorer.signature, "estimators": {}}
     for estimator in ESTIMATORS:
         covariance, shrinkage = shrunk_covariance(accumulator, estimator)
         precision = precision_matrix(covariance)
-        score = lambda f: -mahalanobis(f, accumulator.mean, precision)  # noqa: E731
-        auc = mannwhitneyu(score(gold), score(random_)).statistic / (len(gold) * len(random_))
+        gold_scores, random_scores, zhao_scores = (
+            -mahalanobis(f, accumulator.mean, precision) for f in (gold, random_, zhao_features)
+        )
+        auc = mannwhitneyu(gold_scores, random_scores).statistic / (len(gold) * len(random_))
         report["estimators"][estimator] = {
             "shrinkage": shrinkage,
             "valid_gold_vs_random_auc": float(auc),
-            "dailydialog_zhao_paper_spearman": 100 * float(spearmanr(score(zhao_features), human).statistic),
+            "dailydialog_zhao_paper_spearman": 100 * float(spearmanr(zhao_scores, human).statistic),
         }
     print(json.dumps(report, indent=2))
 

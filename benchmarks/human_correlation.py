@@ -112,6 +112,7 @@ def run_probes(dialogues, columns: list[ModelColumns], n: int, seed: int) -> dic
     """Share of cases where the gold response outscores each corrupted variant, per metric."""
     cases = make_probes(dialogues, n, seed)
     contexts = [case["context"] for case in cases]
+
     def all_columns(responses):
         return {name: values for column in columns for name, values in column(contexts, responses).items()}
 
@@ -176,7 +177,12 @@ def markdown(report: dict) -> str:
         "",
     ]
     for protocol in PROTOCOLS:
-        lines += [f"## Protocol: {protocol}", "", "| set | n | metric | r | rho | paper DEnsity r / rho |", "| --- | --- | --- | --- | --- | --- |"]
+        lines += [
+            f"## Protocol: {protocol}",
+            "",
+            "| set | n | metric | r | rho | paper DEnsity r / rho |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
         for name, result in report["sets"].items():
             paper = PAPER_DENSITY.get(name, {})
             published = f"{paper.get('pearson', '–')} / {paper.get('spearman', '–')}" if paper else ""
@@ -187,8 +193,12 @@ def markdown(report: dict) -> str:
                 published = ""
         lines += ["", "`*`: p < 0.05.", ""]
     probes = report["probes"]
-    lines += [f"## Robustness probes (DailyDialog test, {probes['n']} cases, seed {probes['seed']})", "",
-              "Share of cases where the gold response outscores the variant.", ""]
+    lines += [
+        f"## Robustness probes (DailyDialog test, {probes['n']} cases, seed {probes['seed']})",
+        "",
+        "Share of cases where the gold response outscores the variant.",
+        "",
+    ]
     metrics = list(next(iter(probes["accuracy"].values())))
     lines += ["| probe | " + " | ".join(metrics) + " |", "| --- |" + " --- |" * len(metrics)]
     for probe, accuracy in probes["accuracy"].items():
@@ -201,10 +211,19 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.human_correlation")
     parser.add_argument("--checkpoint", default="default", help="'default', a directory, or a Hub repo id")
     parser.add_argument("--revision", default=None)
-    parser.add_argument("--untuned-checkpoint", default=None,
-                        help="DEnsity with the untuned backbone, as a baseline (skipped if not given)")
-    parser.add_argument("--data-dir", default="../shared/data", help="folder with dailydialog/ and the human-judgment sets (default: ../shared/data, the checkout's neighbour)")
-    parser.add_argument("--sets", nargs="*", default=None, help="only these sets (file names without .normalized.jsonl)")
+    parser.add_argument(
+        "--untuned-checkpoint",
+        default=None,
+        help="DEnsity with the untuned backbone, as a baseline (skipped if not given)",
+    )
+    parser.add_argument(
+        "--data-dir",
+        default="../shared/data",
+        help="folder with dailydialog/ and the human-judgment sets (default: ../shared/data, the checkout's neighbour)",
+    )
+    parser.add_argument(
+        "--sets", nargs="*", default=None, help="only these sets (file names without .normalized.jsonl)"
+    )
     parser.add_argument("--limit", type=int, default=0, help="first N rows per set (for quick trials)")
     parser.add_argument("--no-facts", action="store_true", help="do not put persona/fact lines in front of contexts")
     parser.add_argument("--probes", type=int, default=500)
@@ -242,8 +261,10 @@ def main(argv=None) -> None:
         "notes": [],
     }
     if scorer.checkpoint.head is None:
-        report["notes"].append("classifier score f(c,r): not reported, the checkpoint has no classification head "
-                               "(density_head.safetensors); no number is filled in from elsewhere.")  # fmt: skip
+        report["notes"].append(
+            "classifier score f(c,r): not reported, the checkpoint has no classification head "
+            "(density_head.safetensors); no number is filled in from elsewhere."
+        )
     if not args.untuned_checkpoint:
         report["notes"].append("no --untuned-checkpoint given, so no untuned-backbone baseline column.")
     for judgments in sets:
@@ -253,7 +274,9 @@ def main(argv=None) -> None:
             continue
         result = evaluate_turn_set(judgments, columns, with_facts=not args.no_facts)
         figure = f"scatter_{judgments.name}.png"
-        plot_scatter(judgments.name, result.pop("_human"), result["_values"]["DEnsity"], args.out / figure, "DEnsity s(r)")
+        plot_scatter(
+            judgments.name, result.pop("_human"), result["_values"]["DEnsity"], args.out / figure, "DEnsity s(r)"
+        )
         report["figures"].append(figure)
         result.pop("_values")
         report["sets"][judgments.name] = result

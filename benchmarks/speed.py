@@ -13,10 +13,10 @@ On CUDA it also reports the share of the bf16 arithmetic floor reached.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import platform
 import time
-
 from pathlib import Path
 
 import numpy as np
@@ -86,9 +86,15 @@ def encoder_flops(scorer: DensityScorer, contexts, responses) -> float:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.speed")
-    parser.add_argument("--data-dir", default="../shared/data", help="folder with dailydialog/ and the human-judgment sets (default: ../shared/data, the checkout's neighbour)")
+    parser.add_argument(
+        "--data-dir",
+        default="../shared/data",
+        help="folder with dailydialog/ and the human-judgment sets (default: ../shared/data, the checkout's neighbour)",
+    )
     parser.add_argument("--pairs", type=int, default=512)
-    parser.add_argument("--naive-pairs", type=int, default=None, help="pairs for the slow naive loop (default: --pairs)")
+    parser.add_argument(
+        "--naive-pairs", type=int, default=None, help="pairs for the slow naive loop (default: --pairs)"
+    )
     parser.add_argument("--checkpoint", default=None)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--peak-tflops", type=float, default=790.0, help="bf16 dense peak of the GPU, for the floor")
@@ -102,10 +108,17 @@ def main(argv=None) -> None:
     naive_n = args.naive_pairs or len(responses)
 
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    rows, results = [], {"torch_threads": torch.get_num_threads(), "machine": platform.processor() or platform.machine()}
+    rows, results = (
+        [],
+        {"torch_threads": torch.get_num_threads(), "machine": platform.processor() or platform.machine()},
+    )
     for device in devices:
-        fp32 = DensityScorer(args.checkpoint, device=device, dtype="float32", batch_size=args.batch_size, progress=False)
-        bf16 = DensityScorer(args.checkpoint, device=device, dtype="bfloat16", batch_size=args.batch_size, progress=False)
+        fp32 = DensityScorer(
+            args.checkpoint, device=device, dtype="float32", batch_size=args.batch_size, progress=False
+        )
+        bf16 = DensityScorer(
+            args.checkpoint, device=device, dtype="bfloat16", batch_size=args.batch_size, progress=False
+        )
         # Pairs that neither cap cuts (total length nor response length): the naive loop reads them alike.
         _, cut = fp32.encoder.pair_format.encode_with_cuts(fp32.encoder.tokenizer, contexts, responses)
         whole = ~np.array(cut)
@@ -114,9 +127,9 @@ def main(argv=None) -> None:
         model = plain_model(fp32)
         outputs, seconds = timed_interleaved(
             {
-                "naive": lambda: naive_scores(fp32, model, contexts[:naive_n], responses[:naive_n]),
-                "fp32": lambda: fp32.score(contexts, responses),
-                "bf16": lambda: bf16.score(contexts, responses),
+                "naive": functools.partial(naive_scores, fp32, model, contexts[:naive_n], responses[:naive_n]),
+                "fp32": functools.partial(fp32.score, contexts, responses),
+                "bf16": functools.partial(bf16.score, contexts, responses),
             },
             args.repeats,
         )
@@ -137,12 +150,16 @@ def main(argv=None) -> None:
             floor = encoder_flops(fp32, contexts, responses) / (args.peak_tflops * 1e12)
             entry["bf16_share_of_arithmetic_floor"] = floor / t16
         results[device] = entry
-        for name, rate in (("naive per-pair loop, fp32", naive_rate),
-                           ("DensityScorer, fp32", entry["scorer_fp32_pairs_per_s"]),
-                           ("DensityScorer, bf16 autocast", entry["scorer_bf16_pairs_per_s"])):
+        for name, rate in (
+            ("naive per-pair loop, fp32", naive_rate),
+            ("DensityScorer, fp32", entry["scorer_fp32_pairs_per_s"]),
+            ("DensityScorer, bf16 autocast", entry["scorer_bf16_pairs_per_s"]),
+        ):
             rows.append(f"| {device} | {name} | {rate:.1f} | {rate / naive_rate:.2f}x |")
-    print(f"{len(responses)} DailyDialog test pairs (naive loop: {naive_n}), batch size {args.batch_size}, "
-          f"{results['torch_threads']} torch threads\n")
+    print(
+        f"{len(responses)} DailyDialog test pairs (naive loop: {naive_n}), batch size {args.batch_size}, "
+        f"{results['torch_threads']} torch threads\n"
+    )
     print("| device | method | pairs/s | vs naive |\n| --- | --- | --- | --- |")
     print("\n".join(rows))
     print()

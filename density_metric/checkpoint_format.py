@@ -47,7 +47,15 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "spec
 CARD_FILE = "README.md"
 # Every file a checkpoint may hold: what a Hub download fetches and what a push uploads.
 # Nothing else in a repo (pickles, say) is ever read or written.
-CHECKPOINT_FILES = [CONFIG_FILE, GAUSSIAN_FILE, HEAD_FILE, CARD_FILE, *ENCODER_FILES, *TOKENIZER_FILES, "added_tokens.json"]
+CHECKPOINT_FILES = [
+    CONFIG_FILE,
+    GAUSSIAN_FILE,
+    HEAD_FILE,
+    CARD_FILE,
+    *ENCODER_FILES,
+    *TOKENIZER_FILES,
+    "added_tokens.json",
+]
 SCORE_DEFINITION = "-sqrt((g(c,r) - mean) precision (g(c,r) - mean)^T), g = last_hidden_state[:, 0]"
 
 
@@ -70,13 +78,15 @@ class DensityConfig:
     extra: dict = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, raw, path: os.PathLike | str = CONFIG_FILE) -> "DensityConfig":
+    def from_dict(cls, raw, path: os.PathLike | str = CONFIG_FILE) -> DensityConfig:
         """Validate a decoded ``density_config.json``; problems are CheckpointErrors naming ``path``."""
         if not isinstance(raw, dict):
             raise CheckpointError(path, "must hold a JSON object")
         version = raw.get("format_version")
         if version != FORMAT_VERSION:
-            raise CheckpointError(path, f"unknown format_version {version!r}; this density_metric reads {FORMAT_VERSION}")
+            raise CheckpointError(
+                path, f"unknown format_version {version!r}; this density_metric reads {FORMAT_VERSION}"
+            )
         try:
             pair_format = PairFormat.from_dict(raw)
         except ValueError as err:
@@ -89,7 +99,7 @@ class DensityConfig:
         )
 
     @classmethod
-    def from_file(cls, path: Path) -> "DensityConfig":
+    def from_file(cls, path: Path) -> DensityConfig:
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as err:
@@ -135,7 +145,12 @@ def check_gaussian(tensors: dict[str, np.ndarray], metadata: dict[str, str], pat
     estimator = metadata.get("estimator")
     if estimator not in ESTIMATORS:
         raise CheckpointError(path, f"unknown estimator {estimator!r}; expected one of {ESTIMATORS}")
-    for key, dtype in (("mean", np.float64), ("precision", np.float64), ("n_samples", np.int64), ("quantiles", np.float64)):
+    for key, dtype in (
+        ("mean", np.float64),
+        ("precision", np.float64),
+        ("n_samples", np.int64),
+        ("quantiles", np.float64),
+    ):
         if key not in tensors or tensors[key] is None:
             raise CheckpointError(path, f"tensor {key!r} is missing")
         if tensors[key].dtype != dtype:
@@ -307,7 +322,8 @@ def load_checkpoint(path: os.PathLike | str, *, source: str | None = None, revis
         raise CheckpointError(encoder_dir / "config.json", f"has no readable hidden_size ({err})") from None
     if hidden_size != stats.dim:
         raise CheckpointError(
-            path / GAUSSIAN_FILE, f"statistics have dimension {stats.dim} but the encoder's hidden_size is {hidden_size}"
+            path / GAUSSIAN_FILE,
+            f"statistics have dimension {stats.dim} but the encoder's hidden_size is {hidden_size}",
         )
     if not any((encoder_dir / name).is_file() for name in ("tokenizer.json", "vocab.txt")):
         raise CheckpointError(encoder_dir / "tokenizer.json", "no tokenizer file (tokenizer.json or vocab.txt)")

@@ -47,7 +47,9 @@ def _load_from_hub(repo_id: str, revision: str | None, cache_dir, local_files_on
     from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
 
     if revision is None:
-        logger.warning("Loading %s without a pinned revision; pass revision=<commit hash> for reproducible scores.", repo_id)
+        logger.warning(
+            "Loading %s without a pinned revision; pass revision=<commit hash> for reproducible scores.", repo_id
+        )
     try:
         path = snapshot_download(
             repo_id,

@@ -33,8 +33,13 @@ def score_command(args: argparse.Namespace) -> int:
     in_fmt = _format(args.input, args.format, "--format")
     out_fmt = _format(args.output, args.output_format, "--output-format")
     try:
-        rows = read_rows(args.input, in_fmt, context_field=args.context_field, response_field=args.response_field,
-                         context_sep=args.context_sep)  # fmt: skip
+        rows = read_rows(
+            args.input,
+            in_fmt,
+            context_field=args.context_field,
+            response_field=args.response_field,
+            context_sep=args.context_sep,
+        )
     except ValueError as err:
         raise SystemExit(f"error: {err}") from None
     if args.on_error == "raise":
@@ -66,14 +71,22 @@ def score_command(args: argparse.Namespace) -> int:
         max_length=args.max_length,
         progress=False,
     )
+
     def track(chunks):
-        with tqdm(total=sum(map(len, chunks)), desc="DEnsity", unit="pair", disable=args.no_progress or rank != 0) as bar:
+        with tqdm(
+            total=sum(map(len, chunks)), desc="DEnsity", unit="pair", disable=args.no_progress or rank != 0
+        ) as bar:
             for chunk in chunks:
                 yield chunk
                 bar.update(len(chunk))
 
-    score_rows(rows, functools.partial(score_distributed, scorer), field=args.output_field, track=track,
-               error_column=args.on_error == "skip")  # fmt: skip
+    score_rows(
+        rows,
+        functools.partial(score_distributed, scorer),
+        field=args.output_field,
+        track=track,
+        error_column=args.on_error == "skip",
+    )
     if is_distributed():
         import torch.distributed as dist
 
@@ -104,15 +117,24 @@ def build_parser() -> argparse.ArgumentParser:
     score = commands.add_parser("score", help="score a JSONL, CSV or parquet file of (context, response) rows")
     score.add_argument("input", type=Path)
     score.add_argument("-o", "--output", type=Path, required=True)
-    score.add_argument("--format", choices=sorted(set(FORMATS.values())), help="input format (default: from the extension)")
+    score.add_argument(
+        "--format", choices=sorted(set(FORMATS.values())), help="input format (default: from the extension)"
+    )
     score.add_argument("--output-format", choices=sorted(set(FORMATS.values())), help="default: from the extension")
     score.add_argument("--context-field", default="context", help="column with the context (list of turns or string)")
     score.add_argument("--response-field", default="response")
-    score.add_argument("--context-sep", default=None,
-                       help="split string contexts into turns on this separator (default: a string is one turn)")
+    score.add_argument(
+        "--context-sep",
+        default=None,
+        help="split string contexts into turns on this separator (default: a string is one turn)",
+    )
     score.add_argument("--output-field", default="density", help="adds FIELD and FIELD_calibrated (default: density)")
-    score.add_argument("--on-error", choices=("raise", "skip"), default="raise",
-                       help="a bad row stops the run (raise), or is kept unscored and reported (skip)")
+    score.add_argument(
+        "--on-error",
+        choices=("raise", "skip"),
+        default="raise",
+        help="a bad row stops the run (raise), or is kept unscored and reported (skip)",
+    )
     score.add_argument("--checkpoint", default=None, help="local directory or Hub repo id (default: bundled)")
     score.add_argument("--revision", default=None, help="Hub revision; a commit hash pins the scores")
     score.add_argument("--device", default="auto")
@@ -122,7 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--no-progress", action="store_true")
     score.set_defaults(func=score_command)
 
-    install = commands.add_parser("install", help="install the evaluate module so evaluate.load('density') works offline")
+    install = commands.add_parser(
+        "install", help="install the evaluate module so evaluate.load('density') works offline"
+    )
     install.set_defaults(func=install_command)
     return parser
 

@@ -12,7 +12,7 @@ GPUs, gives each rank its own device (``DensityScorer(device=f"cuda:{local_rank}
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch.distributed as dist
@@ -25,7 +25,9 @@ def is_distributed() -> bool:
     return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
 
 
-def score_distributed(scorer: DensityScorer, contexts: Sequence, responses: Sequence, *, first_row: int = 0) -> DensityResult:
+def score_distributed(
+    scorer: DensityScorer, contexts: Sequence, responses: Sequence, *, first_row: int = 0
+) -> DensityResult:
     """Score on every rank of the initialised process group; equal to ``scorer.score`` on one process."""
     contexts, responses = check_pairs(contexts, responses, first_row=first_row)
     if not is_distributed():

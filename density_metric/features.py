@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -147,7 +147,7 @@ class Encoder:
         device: str | torch.device | None = "auto",
         dtype: str | None = "auto",
         max_length: int | None = None,
-    ) -> "Encoder":
+    ) -> Encoder:
         """The encoder and tokenizer at ``path`` (float32 weights), reading pairs as ``pair_format`` says.
 
         ``max_length`` overrides the format's (the response then keeps at most half of it).
@@ -159,10 +159,14 @@ class Encoder:
         """
         model, tokenizer = load_backbone(path)
         if not pair_format.knows_separator(tokenizer):
-            raise CheckpointError(path, f"turn_separator {pair_format.turn_separator!r} is not a token of this tokenizer")
+            raise CheckpointError(
+                path, f"turn_separator {pair_format.turn_separator!r} is not a token of this tokenizer"
+            )
         limit = model.config.max_position_embeddings
         if max_length is not None and not 4 <= max_length <= limit:
-            raise ValueError(f"max_length must be in [4, {limit}] (the encoder's max_position_embeddings), got {max_length}")
+            raise ValueError(
+                f"max_length must be in [4, {limit}] (the encoder's max_position_embeddings), got {max_length}"
+            )
         pair_format = pair_format.with_max_length(max_length)
         if pair_format.max_length > limit:
             raise CheckpointError(path, f"max_length {pair_format.max_length} exceeds the encoder's {limit} positions")
@@ -203,9 +207,7 @@ class Encoder:
         with torch.inference_mode(), self._autocast():
             for index in tqdm(batches, desc="DEnsity", unit="batch", disable=not show):
                 input_ids, attention_mask = pad_batch([encoded[i] for i in index], pad_id)
-                features = cls_features(
-                    self.model, input_ids.to(self.device), attention_mask.to(self.device)
-                )
+                features = cls_features(self.model, input_ids.to(self.device), attention_mask.to(self.device))
                 yield index, features.float().cpu().numpy()
 
     def features(

@@ -54,7 +54,7 @@ class GaussianAccumulator:
             other._sum_ax = squared_norms @ features
             self.merge(other)
 
-    def merge(self, other: "GaussianAccumulator") -> None:
+    def merge(self, other: GaussianAccumulator) -> None:
         """Fold another accumulator's samples into this one."""
         if other.n == 0:
             return
@@ -81,7 +81,7 @@ class GaussianAccumulator:
         }
 
     @classmethod
-    def from_state_dict(cls, state: dict[str, np.ndarray]) -> "GaussianAccumulator":
+    def from_state_dict(cls, state: dict[str, np.ndarray]) -> GaussianAccumulator:
         """The accumulator that :meth:`state_dict` described; a ValueError names a missing or misshapen key."""
         missing = [key for key in cls.STATE_KEYS if key not in state]
         if missing:
@@ -111,9 +111,13 @@ class GaussianAccumulator:
         m, c = self.mean, float(self.mean @ self.mean)
         second = self._scatter + self.n * np.outer(m, m)  # sum x x^T
         return float(
-            self._sum_a2 - 4 * m @ self._sum_ax + 4 * m @ second @ m
-            + 2 * c * self._sum_a - 4 * c * self.n * c + self.n * c * c
-        )  # fmt: skip
+            self._sum_a2
+            - 4 * m @ self._sum_ax
+            + 4 * m @ second @ m
+            + 2 * c * self._sum_a
+            - 4 * c * self.n * c
+            + self.n * c * c
+        )
 
 
 def shrunk_covariance(accumulator: GaussianAccumulator, estimator: str) -> tuple[np.ndarray, float]:
@@ -182,7 +186,7 @@ class GaussianStats:
     quantiles: np.ndarray | None = None
 
     @classmethod
-    def fit(cls, accumulator: GaussianAccumulator, estimator: str = "pinv") -> "GaussianStats":
+    def fit(cls, accumulator: GaussianAccumulator, estimator: str = "pinv") -> GaussianStats:
         """Mean and precision from an accumulator (paper, section 3.2), not yet calibrated."""
         covariance, _ = shrunk_covariance(accumulator, estimator)
         return cls(
@@ -192,7 +196,7 @@ class GaussianStats:
             estimator=estimator,
         )
 
-    def calibrated(self, heldout_distances: np.ndarray) -> "GaussianStats":
+    def calibrated(self, heldout_distances: np.ndarray) -> GaussianStats:
         """These statistics with calibration quantiles: the distances (n,) of held-out human
         responses at levels 0, 0.001, ..., 1."""
         heldout_distances = np.asarray(heldout_distances, dtype=np.float64)

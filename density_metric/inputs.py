@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 def _is_rows(value: Any) -> bool:
@@ -30,7 +31,9 @@ def as_response(value: Any, row: int, field: str = "responses") -> str:
     return value
 
 
-def check_pairs(contexts: Any, responses: Any, *, first_row: int = 0, allow_empty: bool = False) -> tuple[list[list[str]], list[str]]:
+def check_pairs(
+    contexts: Any, responses: Any, *, first_row: int = 0, allow_empty: bool = False
+) -> tuple[list[list[str]], list[str]]:
     """Validate and normalise (contexts, responses).
 
     Args:

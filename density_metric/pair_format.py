@@ -19,8 +19,8 @@ whole input holds at most ``max_length`` tokens.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Sequence
 
 # The fewest special tokens a pair template adds ([CLS] a [SEP] b [SEP]); the response cap
 # must leave room for them. The tokenizer's real count is checked when encoding.
@@ -48,7 +48,9 @@ def special_token_layout(tokenizer) -> tuple[list[int], list[int], list[int]]:
     layout = pair[:start], pair[start + len(first) : middle_end], pair[middle_end + len(second) :]
     expected = tokenizer.num_special_tokens_to_add(pair=True)
     if sum(map(len, layout)) != expected:
-        raise ValueError(f"{type(tokenizer).__name__} adds {expected} special tokens to a pair, but its template shows {layout}")
+        raise ValueError(
+            f"{type(tokenizer).__name__} adds {expected} special tokens to a pair, but its template shows {layout}"
+        )
     return layout
 
 
@@ -91,7 +93,7 @@ class PairFormat:
     FIELDS = ("turn_separator", "max_length", "max_response_length")
 
     @classmethod
-    def from_dict(cls, data: dict) -> "PairFormat":
+    def from_dict(cls, data: dict) -> PairFormat:
         """The pair format from a mapping that holds (at least) its fields."""
         missing = [name for name in cls.FIELDS if name not in data]
         if missing:
@@ -101,7 +103,7 @@ class PairFormat:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def with_max_length(self, max_length: int | None) -> "PairFormat":
+    def with_max_length(self, max_length: int | None) -> PairFormat:
         """This format with another ``max_length``; the response keeps at most half of it."""
         if max_length is None or max_length == self.max_length:
             return self
@@ -128,15 +130,17 @@ class PairFormat:
         before, between, after = special_token_layout(tokenizer)
         budget = self.max_length - len(before) - len(between) - len(after)
         if self.max_response_length > budget:
-            raise ValueError(f"max_response_length={self.max_response_length} leaves no room in max_length={self.max_length}")
+            raise ValueError(
+                f"max_response_length={self.max_response_length} leaves no room in max_length={self.max_length}"
+            )
         # verbose=False: contexts longer than the model are expected here; they are cut below.
         # Both sides are tokenised in one batched (Rust) call each; only list slicing is left.
         context_ids = tokenizer(
             [join_context(turns, self.turn_separator) for turns in contexts], add_special_tokens=False, verbose=False
         )["input_ids"]
-        response_ids = tokenizer(
-            [response.strip() for response in responses], add_special_tokens=False, verbose=False
-        )["input_ids"]
+        response_ids = tokenizer([response.strip() for response in responses], add_special_tokens=False, verbose=False)[
+            "input_ids"
+        ]
         encoded, cut = [], []
         for context, response in zip(context_ids, response_ids):
             kept_response = response[: self.max_response_length]

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -120,7 +121,9 @@ class DensityScorer:
         """g(c, r) for checked input: (n, d) float32."""
         return self.encoder.features(contexts, responses, self.batch_size, self.progress)
 
-    def distances(self, contexts: Sequence, responses: Sequence, *, first_row: int = 0, allow_empty: bool = False) -> np.ndarray:
+    def distances(
+        self, contexts: Sequence, responses: Sequence, *, first_row: int = 0, allow_empty: bool = False
+    ) -> np.ndarray:
         """Mahalanobis distance of every pair: (n,) float64."""
         contexts, responses = check_pairs(contexts, responses, first_row=first_row, allow_empty=allow_empty)
         if not responses:
@@ -138,7 +141,9 @@ class DensityScorer:
     def classifier_from_features(self, features: np.ndarray) -> np.ndarray:
         """f(c, r) from already computed features (n, d): (n,) float64."""
         if self.checkpoint.head is None:
-            raise ValueError(f"checkpoint {self.checkpoint.source} has no classification head (density_head.safetensors)")
+            raise ValueError(
+                f"checkpoint {self.checkpoint.source} has no classification head (density_head.safetensors)"
+            )
         weight, bias = self.checkpoint.head
         return np.asarray(features, dtype=np.float64) @ weight + bias
 

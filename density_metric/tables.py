@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .inputs import as_context, as_response
 
@@ -158,8 +159,11 @@ def read_rows(
         if problem:
             rows.append(Row(record, where, error=problem))
         else:
-            rows.append(check_record(record, where, context_field=context_field, response_field=response_field,
-                                     context_sep=context_sep))  # fmt: skip
+            rows.append(
+                check_record(
+                    record, where, context_field=context_field, response_field=response_field, context_sep=context_sep
+                )
+            )
     return rows
 
 

@@ -27,7 +27,9 @@ def tiny_checkpoint(tmp_path_factory):
     stats = GaussianStats.fit(accumulator)
     stats = stats.calibrated(stats.distances(encoder.features(*heldout)))
     out = directory / "checkpoint"
-    save_checkpoint(out, stats, config, model=encoder.model, tokenizer=encoder.tokenizer, card="# tiny test checkpoint\n")
+    save_checkpoint(
+        out, stats, config, model=encoder.model, tokenizer=encoder.tokenizer, card="# tiny test checkpoint\n"
+    )
     return out
 
 

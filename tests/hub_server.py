@@ -26,7 +26,7 @@ class HubStandIn:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> "HubStandIn":
+    def __enter__(self) -> HubStandIn:
         self.thread.start()
         return self
 
@@ -56,7 +56,9 @@ class HubStandIn:
                     request = json.loads(body)
                     repo_id = f"{request['organization']}/{request['name']}"
                     if repo_id in hub.repos:
-                        return self._reply(409, {"error": "You already created this model repo", "url": f"{hub.url}/{repo_id}"})
+                        return self._reply(
+                            409, {"error": "You already created this model repo", "url": f"{hub.url}/{repo_id}"}
+                        )
                     hub.repos[repo_id] = {"commits": []}
                     return self._reply(200, {"url": f"{hub.url}/{repo_id}"})
                 if path == "/api/validate-yaml":
@@ -69,9 +71,14 @@ class HubStandIn:
                         return self._reply(404, {"error": "Repository not found"})
                     if action == "preupload":
                         files = json.loads(body)["files"]
-                        return self._reply(200, {"files": [
-                            {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files
-                        ]})  # fmt: skip
+                        return self._reply(
+                            200,
+                            {
+                                "files": [
+                                    {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files
+                                ]
+                            },
+                        )
                     if action == "commit":
                         lines = [json.loads(line) for line in body.decode().splitlines() if line.strip()]
                         header = next(line["value"] for line in lines if line["key"] == "header")
@@ -80,7 +87,9 @@ class HubStandIn:
                             for line in lines
                             if line["key"] == "file"
                         }
-                        digest = hashlib.sha1(json.dumps(sorted((p, hashlib.sha256(c).hexdigest()) for p, c in files.items())).encode())
+                        digest = hashlib.sha1(
+                            json.dumps(sorted((p, hashlib.sha256(c).hexdigest()) for p, c in files.items())).encode()
+                        )
                         sha = digest.hexdigest()
                         hub.repos[repo_id]["commits"].append((sha, header["summary"], files))
                         return self._reply(200, {"commitOid": sha, "commitUrl": f"{hub.url}/{repo_id}/commit/{sha}"})

@@ -6,7 +6,6 @@ import threading
 
 import numpy as np
 import pytest
-
 from gradio_client import Client, handle_file
 
 CONTEXT = "hi\nhow are you"
@@ -55,7 +54,9 @@ def test_score_replies_ranks_candidates_by_raw_score(client, app_scorer, tiny_ch
 
 def test_score_dialogue_gives_per_turn_scores_and_the_aggregate(client, app_scorer, tiny_checkpoint):
     dialogue = ["hi", "hello how are you", "fine thanks", "good day"]
-    summary, turns, chart = client.predict("\n".join(dialogue), "mean", str(tiny_checkpoint), api_name="/score_dialogue")
+    summary, turns, chart = client.predict(
+        "\n".join(dialogue), "mean", str(tiny_checkpoint), api_name="/score_dialogue"
+    )
     expected = app_scorer.score_dialogue(dialogue)
     assert f"{expected['score']:.3f}" in summary
     np.testing.assert_allclose([row[2] for row in turns["data"]], expected["turn_scores"], atol=1e-3)
@@ -63,9 +64,15 @@ def test_score_dialogue_gives_per_turn_scores_and_the_aggregate(client, app_scor
 
 
 def test_score_file_returns_every_row_with_scores_and_marks_bad_rows(client, app_scorer, tiny_checkpoint, tmp_path):
-    rows = [{"context": ["hi"], "response": "hello"}, {"context": ["hi"]}, {"context": "how are you", "response": "fine"}]
+    rows = [
+        {"context": ["hi"], "response": "hello"},
+        {"context": ["hi"]},
+        {"context": "how are you", "response": "fine"},
+    ]
     (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    path, summary = client.predict(handle_file(str(tmp_path / "in.jsonl")), "", str(tiny_checkpoint), api_name="/score_file")
+    path, summary = client.predict(
+        handle_file(str(tmp_path / "in.jsonl")), "", str(tiny_checkpoint), api_name="/score_file"
+    )
     out = [json.loads(line) for line in open(path)]
     assert len(out) == 3 and "Scored 2 of 3 rows; 1 bad row(s)" in summary
     assert out[1]["density"] is None and "missing field 'response'" in out[1]["density_error"]
@@ -100,7 +107,9 @@ def test_malformed_upload_gets_a_friendly_message(client, tiny_checkpoint, tmp_p
         client.predict(handle_file(str(tmp_path / "latin1.csv")), "", str(tiny_checkpoint), api_name="/score_file")
     assert "/latin1.csv" not in str(error.value)  # the name only, not the server's temporary path
     (tmp_path / "broken.jsonl").write_text("{not json\n[1, 2]\n")
-    path, summary = client.predict(handle_file(str(tmp_path / "broken.jsonl")), "", str(tiny_checkpoint), api_name="/score_file")
+    path, summary = client.predict(
+        handle_file(str(tmp_path / "broken.jsonl")), "", str(tiny_checkpoint), api_name="/score_file"
+    )
     assert "Scored 0 of 2 rows; 2 bad row(s)" in summary
     assert [json.loads(line)["density_error"].split(":")[0] for line in open(path)] == ["line 1", "line 2"]
 
@@ -116,7 +125,9 @@ def test_several_clients_at_once_each_get_their_own_result(served, app_scorer, t
 
     def ask(context):
         try:
-            table, _ = Client(served, verbose=False).predict(context, "fine thanks", str(tiny_checkpoint), api_name="/score_replies")
+            table, _ = Client(served, verbose=False).predict(
+                context, "fine thanks", str(tiny_checkpoint), api_name="/score_replies"
+            )
             results[context] = table["data"][0][2]
         except Exception as err:  # collected, then asserted
             errors.append(err)

@@ -16,8 +16,15 @@ playwright = pytest.importorskip("playwright.sync_api", reason="pip install play
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
 
 # Chromium as root, offline: no sandbox, no calls home.
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]  # fmt: skip
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def capture(url: str, context: str, replies: str, expected: str, screenshot: Path) -> None:

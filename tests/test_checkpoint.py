@@ -140,7 +140,9 @@ def test_no_checkpoint_means_the_bundled_default():
 
 def test_hub_checkpoint_loads_from_cache_with_local_files_only(tiny_checkpoint, tiny_scorer, tmp_path):
     build_hub_cache(tmp_path, "org/tiny-density", tiny_checkpoint, COMMIT)
-    scorer = DensityScorer("org/tiny-density", revision=COMMIT, cache_dir=tmp_path, local_files_only=True, device="cpu", dtype="float32")
+    scorer = DensityScorer(
+        "org/tiny-density", revision=COMMIT, cache_dir=tmp_path, local_files_only=True, device="cpu", dtype="float32"
+    )
     assert scorer.checkpoint.source == "org/tiny-density" and scorer.checkpoint.revision == COMMIT
     assert f"checkpoint=org/tiny-density@{COMMIT}" in scorer.signature
     pairs = ([["hi"], ["how are you"]], ["hello", "fine"])
@@ -155,7 +157,12 @@ def test_hub_download_with_hf_hub_offline_resolves_branch_to_commit(tiny_checkpo
         "s = DensityScorer('org/tiny-density', revision='main', device='cpu', dtype='float32')\n"
         "print(s.checkpoint.revision, round(float(s.score([['hi']], ['hello']).scores[0]), 4))\n"
     )
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HOME": str(tmp_path / "home")}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_HUB_CACHE": str(tmp_path / "hub"),
+        "HF_HOME": str(tmp_path / "home"),
+    }
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     revision, value = out.stdout.split()
@@ -165,7 +172,9 @@ def test_hub_download_with_hf_hub_offline_resolves_branch_to_commit(tiny_checkpo
 
 
 def test_hub_repo_absent_from_cache_fails_offline(tmp_path):
-    with pytest.raises(CheckpointError, match="org/absent-model: revision '0123456789abcdef.*' is not in the local Hub cache"):
+    with pytest.raises(
+        CheckpointError, match="org/absent-model: revision '0123456789abcdef.*' is not in the local Hub cache"
+    ):
         resolve_checkpoint("org/absent-model", revision=COMMIT, cache_dir=tmp_path, local_files_only=True)
 
 
@@ -180,7 +189,9 @@ def test_saving_statistics_without_calibration_fails_and_writes_nothing(tiny_che
     checkpoint = load_checkpoint(tiny_checkpoint)
     uncalibrated = dataclasses.replace(checkpoint.stats, quantiles=None)
     out = tmp_path / "unloadable"
-    with pytest.raises(CheckpointError, match=r"density_gaussian.safetensors: quantiles must have shape \(k,\) with k >= 2"):
+    with pytest.raises(
+        CheckpointError, match=r"density_gaussian.safetensors: quantiles must have shape \(k,\) with k >= 2"
+    ):
         save_checkpoint(out, uncalibrated, DensityConfig(), model=object(), tokenizer=object())
     assert not out.exists()
 
@@ -190,5 +201,11 @@ def test_saving_a_head_of_the_wrong_size_fails(tiny_checkpoint, tmp_path):
 
     checkpoint = load_checkpoint(tiny_checkpoint)
     with pytest.raises(CheckpointError, match=r"density_head.safetensors: weight must be \(32,\)"):
-        save_checkpoint(tmp_path / "x", checkpoint.stats, checkpoint.config, head=(np.zeros(5), 0.0),
-                        model=object(), tokenizer=object())  # fmt: skip
+        save_checkpoint(
+            tmp_path / "x",
+            checkpoint.stats,
+            checkpoint.config,
+            head=(np.zeros(5), 0.0),
+            model=object(),
+            tokenizer=object(),
+        )

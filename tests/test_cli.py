@@ -18,7 +18,19 @@ ROWS = [
 
 
 def run(tiny_checkpoint, *args):
-    return main(["score", *map(str, args), "--checkpoint", str(tiny_checkpoint), "--device", "cpu", "--dtype", "float32", "--no-progress"])
+    return main(
+        [
+            "score",
+            *map(str, args),
+            "--checkpoint",
+            str(tiny_checkpoint),
+            "--device",
+            "cpu",
+            "--dtype",
+            "float32",
+            "--no-progress",
+        ]
+    )
 
 
 def write_jsonl(path, rows):
@@ -87,7 +99,9 @@ def test_skipped_bad_rows_stay_in_the_output_unscored_and_are_reported(tiny_chec
     assert out[1]["density"] is None and out[1]["density_error"].startswith("line 2: invalid JSON")
     assert out[2]["density"] is None and out[2]["density_error"] == "line 3: missing field 'response'"
     assert out[0]["density_error"] is None
-    np.testing.assert_allclose([out[0]["density"], out[3]["density"]], expected_scores(tiny_scorer, ROWS[:2]), rtol=1e-5)
+    np.testing.assert_allclose(
+        [out[0]["density"], out[3]["density"]], expected_scores(tiny_scorer, ROWS[:2]), rtol=1e-5
+    )
     assert "skipped" in caplog.text and "line 3" in caplog.text
 
 

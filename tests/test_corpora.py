@@ -25,8 +25,13 @@ def test_convai2_persona_is_prefix_and_only_self_turns_are_responses(tmp_path):
     assert len(corpus) == 2
     contexts, responses = response_pairs(corpus)
     assert responses == ["good , just walked my dog .", "a poodle .", "hi there , i just sang ."]
-    assert contexts[1] == ["your persona: i like dogs.", "your persona: i am a nurse.", "hi how are you ?",
-                           "good , just walked my dog .", "what breed ?"]  # fmt: skip
+    assert contexts[1] == [
+        "your persona: i like dogs.",
+        "your persona: i am a nurse.",
+        "hi how are you ?",
+        "good , just walked my dog .",
+        "what breed ?",
+    ]
     assert contexts[2] == ["your persona: i sing.", "hello"]
 
 

@@ -83,7 +83,9 @@ def test_datasets_and_tables_share_one_scoring_step(tiny_scorer, monkeypatch):
 def test_a_dataset_on_disk_is_scored_once_then_read_from_the_cache(spied_scorer, tmp_path):
     """The map function hashes as the scorer's signature and columns: the same request hits
     datasets' cache, another output column or checkpoint does not."""
-    datasets.Dataset.from_dict(dict(zip(("context", "response"), synthetic_pairs(20, seed=35)))).save_to_disk(tmp_path / "ds")
+    datasets.Dataset.from_dict(dict(zip(("context", "response"), synthetic_pairs(20, seed=35)))).save_to_disk(
+        tmp_path / "ds"
+    )
     ds = datasets.load_from_disk(tmp_path / "ds")
     first = spied_scorer.score_dataset(ds, chunk_size=8)
     assert spied_scorer.calls == [8, 8, 4]

@@ -53,12 +53,33 @@ def test_cli_under_torchrun_writes_all_rows_once(tiny_checkpoint, tiny_scorer, t
     rows = [{"context": c, "response": r} for c, r in zip(contexts, responses)]
     (tmp_path / "in.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     command = [
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_port()),
-        "-m", "density_metric", "score", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"),
-        "--checkpoint", str(tiny_checkpoint), "--device", "cpu", "--dtype", "float32", "--no-progress",
-    ]  # fmt: skip
-    run = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        str(free_port()),
+        "-m",
+        "density_metric",
+        "score",
+        str(tmp_path / "in.jsonl"),
+        "-o",
+        str(tmp_path / "out.jsonl"),
+        "--checkpoint",
+        str(tiny_checkpoint),
+        "--device",
+        "cpu",
+        "--dtype",
+        "float32",
+        "--no-progress",
+    ]
+    run = subprocess.run(
+        command, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"}
+    )
     assert run.returncode == 0, run.stderr
     out = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert [row["response"] for row in out] == responses
-    np.testing.assert_allclose([row["density"] for row in out], tiny_scorer.score(contexts, responses).scores, rtol=1e-5)
+    np.testing.assert_allclose(
+        [row["density"] for row in out], tiny_scorer.score(contexts, responses).scores, rtol=1e-5
+    )

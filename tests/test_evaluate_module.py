@@ -89,6 +89,8 @@ def test_bare_name_loads_offline_from_any_directory_after_install(tiny_checkpoin
     )
     workdir = tmp_path / "elsewhere"
     workdir.mkdir()
-    run = subprocess.run([sys.executable, "-c", code], env=env, cwd=workdir, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=workdir, capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stderr
     assert "['calibrated', 'calibrated_mean', 'density', 'scores', 'signature']" in run.stdout

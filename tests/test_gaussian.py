@@ -60,7 +60,9 @@ def test_mahalanobis_equals_rowwise_float64_reference():
     mean = rng.normal(size=5)
     a = rng.normal(size=(5, 5))
     precision = a @ a.T
-    np.testing.assert_allclose(mahalanobis(features, mean, precision), reference_distance(features, mean, precision), rtol=1e-12)
+    np.testing.assert_allclose(
+        mahalanobis(features, mean, precision), reference_distance(features, mean, precision), rtol=1e-12
+    )
 
 
 def test_calibrated_is_share_of_heldout_distances_that_are_larger():
@@ -142,7 +144,9 @@ def test_saved_moments_reload_to_the_same_shrunk_covariance(tmp_path):
     save_moments(tmp_path / "m.safetensors", accumulator)
     reloaded = load_moments(tmp_path / "m.safetensors")
     for estimator in ("pinv", "ledoit-wolf", "oas"):
-        np.testing.assert_allclose(shrunk_covariance(reloaded, estimator)[0], shrunk_covariance(accumulator, estimator)[0])
+        np.testing.assert_allclose(
+            shrunk_covariance(reloaded, estimator)[0], shrunk_covariance(accumulator, estimator)[0]
+        )
 
 
 def test_accumulator_state_round_trips_and_keeps_merging_exactly():

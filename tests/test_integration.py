@@ -14,7 +14,9 @@ from density_metric.checkpoint_sources import resolve_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 DAILYDIALOG = ROOT.parent / "shared" / "data" / "dailydialog"
-needs_data = pytest.mark.skipif(not DAILYDIALOG.is_dir(), reason="../shared/data/dailydialog is not beside the checkout")
+needs_data = pytest.mark.skipif(
+    not DAILYDIALOG.is_dir(), reason="../shared/data/dailydialog is not beside the checkout"
+)
 
 
 def offline_env(tmp_path):
@@ -36,8 +38,12 @@ def test_readme_main_job_scores_the_example_file_offline_from_another_directory(
     out = tmp_path / "scored.jsonl"
     run = subprocess.run(
         [sys.executable, "-m", "density_metric", "score", str(ROOT / "examples" / "dialogues.jsonl"), "-o", str(out)],
-        cwd=tmp_path, env=offline_env(tmp_path), capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env=offline_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     source = [json.loads(line) for line in (ROOT / "examples" / "dialogues.jsonl").read_text().splitlines()]
@@ -48,13 +54,17 @@ def test_readme_main_job_scores_the_example_file_offline_from_another_directory(
 
 def test_evaluate_load_by_bare_name_uses_the_bundled_default_offline(tmp_path):
     env = offline_env(tmp_path)
-    subprocess.run([sys.executable, "-m", "density_metric", "install"], env=env, check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "density_metric", "install"], env=env, check=True, capture_output=True, timeout=300
+    )
     code = (
         "import evaluate\n"
         "r = evaluate.load('density').compute(contexts=[['How are you?']], responses=['Fine, thanks.'])\n"
         "print(r['signature'])\n"
     )
-    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
     assert run.returncode == 0, run.stderr
     assert "checkpoint=bundled:density-minilm-dailydialog-interim@sha256:" in run.stdout
 

@@ -30,7 +30,9 @@ def test_vectorised_contrastive_loss_equals_naive_double_loop(average, groups, g
     torch.manual_seed(groups * 10 + group_size)
     features = torch.randn(groups * group_size, 8)
     expected = naive_scl(features, group_size, tau=0.1, average=average)
-    assert supervised_contrastive_loss(features, group_size, tau=0.1, average=average).item() == pytest.approx(expected, rel=1e-5)
+    assert supervised_contrastive_loss(features, group_size, tau=0.1, average=average).item() == pytest.approx(
+        expected, rel=1e-5
+    )
 
 
 def test_contrastive_loss_is_zero_without_a_second_gold_row():
@@ -42,7 +44,10 @@ def test_contrastive_loss_is_zero_without_a_second_gold_row():
 
 def test_selection_loss_is_cross_entropy_with_gold_first():
     logits = torch.tensor([2.0, 0.0, 1.0, -1.0, 3.0, 0.5])
-    expected = (-math.log(math.exp(2) / (math.exp(2) + 1 + math.exp(1))) - math.log(math.exp(-1) / (math.exp(-1) + math.exp(3) + math.exp(0.5)))) / 2
+    expected = (
+        -math.log(math.exp(2) / (math.exp(2) + 1 + math.exp(1)))
+        - math.log(math.exp(-1) / (math.exp(-1) + math.exp(3) + math.exp(0.5)))
+    ) / 2
     assert selection_loss(logits, group_size=3).item() == pytest.approx(expected, rel=1e-6)
 
 

@@ -10,11 +10,10 @@ import pytest
 from safetensors.numpy import save_file
 from scipy.stats import pearsonr, spearmanr
 
-from density_metric.checkpoint_format import HEAD_FILE
-
 from benchmarks.human_correlation import correlation, main
 from benchmarks.probes import echo, make_probes, repetition, shuffled, speaker_confused
 from benchmarks.sets import JudgmentSet, apply_protocol, context_of, mad_filtered_mean
+from density_metric.checkpoint_format import HEAD_FILE
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -31,10 +30,15 @@ def test_correlation_is_scipys_pearson_and_spearman_times_100():
 
 def rows(n, ground_truth_at):
     return [
-        {"context": ["c"], "response": f"r{i}", "score": float(i), "score_density": i / 10,
-         "system": "ground-truth" if i in ground_truth_at else "S2S"}
+        {
+            "context": ["c"],
+            "response": f"r{i}",
+            "score": float(i),
+            "score_density": i / 10,
+            "system": "ground-truth" if i in ground_truth_at else "S2S",
+        }
         for i in range(n)
-    ]  # fmt: skip
+    ]
 
 
 def test_paper_protocol_on_a_zhao_set_keeps_last_80_percent_without_ground_truth():
@@ -102,19 +106,50 @@ def test_make_probes_is_seeded_and_random_response_comes_from_another_dialogue()
 @pytest.mark.skipif(not (DATA / "dailydialog").is_dir(), reason="shared data not beside the checkout")
 def test_whole_command_on_a_small_slice_writes_table_json_and_figures(tiny_checkpoint, tmp_path):
     with_head = shutil.copytree(tiny_checkpoint, tmp_path / "with_head")
-    save_file({"weight": np.linspace(-1, 1, 32, dtype=np.float32), "bias": np.array(0.5, dtype=np.float32)}, str(with_head / HEAD_FILE))
-    main([
-        "--checkpoint", str(with_head), "--untuned-checkpoint", str(tiny_checkpoint),
-        "--data-dir", str(DATA), "--sets", "dailydialog_zhao", "convai2_usr", "fed_dialogue",
-        "--limit", "60", "--probes", "20", "--histogram-pairs", "30", "--dtype", "float32", "--out", str(tmp_path),
-    ])  # fmt: skip
+    save_file(
+        {"weight": np.linspace(-1, 1, 32, dtype=np.float32), "bias": np.array(0.5, dtype=np.float32)},
+        str(with_head / HEAD_FILE),
+    )
+    main(
+        [
+            "--checkpoint",
+            str(with_head),
+            "--untuned-checkpoint",
+            str(tiny_checkpoint),
+            "--data-dir",
+            str(DATA),
+            "--sets",
+            "dailydialog_zhao",
+            "convai2_usr",
+            "fed_dialogue",
+            "--limit",
+            "60",
+            "--probes",
+            "20",
+            "--histogram-pairs",
+            "30",
+            "--dtype",
+            "float32",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     report = json.loads((tmp_path / "human_correlation.json").read_text())
     assert set(report["sets"]) == {"dailydialog_zhao", "convai2_usr", "fed_dialogue"}
     zhao = report["sets"]["dailydialog_zhao"]
     assert zhao["full"]["DEnsity"]["n"] == 60
-    assert zhao["paper"]["DEnsity"]["n"] == len(apply_protocol(JudgmentSet("dailydialog_zhao", [
-        json.loads(line) for line in (DATA / "zhao2020" / "dailydialog_zhao.normalized.jsonl").read_text().splitlines()[:60]
-    ]), "paper")[0])  # fmt: skip
+    assert zhao["paper"]["DEnsity"]["n"] == len(
+        apply_protocol(
+            JudgmentSet(
+                "dailydialog_zhao",
+                [
+                    json.loads(line)
+                    for line in (DATA / "zhao2020" / "dailydialog_zhao.normalized.jsonl").read_text().splitlines()[:60]
+                ],
+            ),
+            "paper",
+        )[0]
+    )
     assert {"BLEU-2", "ROUGE-L", "untuned DEnsity", "f(c,r) classifier"} <= set(zhao["full"])
     assert "f(c,r) classifier" in report["probes"]["accuracy"]["random"]
     assert "DEnsity dialogue (mean)" in report["sets"]["fed_dialogue"]["full"]

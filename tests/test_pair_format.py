@@ -21,7 +21,9 @@ def tokens(tok, ids):
 
 def test_pair_is_cls_context_sep_response_sep_with_turn_separator(tmp_path):
     tok = tokenizer(tmp_path)
-    [ids] = encode_pairs(tok, [["Hi", "how are you"]], ["Fine"], turn_separator="[SEP]", max_length=32, max_response_length=8)
+    [ids] = encode_pairs(
+        tok, [["Hi", "how are you"]], ["Fine"], turn_separator="[SEP]", max_length=32, max_response_length=8
+    )
     assert tokens(tok, ids) == ["[CLS]", "hi", "[SEP]", "how", "are", "you", "[SEP]", "fine", "[SEP]"]
 
 

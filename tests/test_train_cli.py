@@ -28,12 +28,35 @@ def test_old_contrastive_weight_flag_is_an_alias(tmp_path):
 
 def test_reference_package_with_another_encoder_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="--reference-package .* needs --encoder minilm, not 'runs/x/best'"):
-        main(["fit", "--data-dir", str(tmp_path), "--encoder", "runs/x/best", "--reference-package", "--out", str(tmp_path / "o")])
+        main(
+            [
+                "fit",
+                "--data-dir",
+                str(tmp_path),
+                "--encoder",
+                "runs/x/best",
+                "--reference-package",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
 
 
 def test_impossible_pair_format_is_an_error_line_not_a_traceback(tmp_path):
     with pytest.raises(SystemExit, match="error: max_response_length=200 must be in"):
-        main(["fit", "--data-dir", str(tmp_path), "--max-length", "64", "--max-response-length", "200", "--out", str(tmp_path)])
+        main(
+            [
+                "fit",
+                "--data-dir",
+                str(tmp_path),
+                "--max-length",
+                "64",
+                "--max-response-length",
+                "200",
+                "--out",
+                str(tmp_path),
+            ]
+        )
 
 
 def test_training_package_is_installed_as_density_train_not_train(tmp_path):

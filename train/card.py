@@ -9,9 +9,13 @@ from .model import BACKBONE_HUB_IDS
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "hub_card" / "model_card.md"
 DATASETS = {
-    "dailydialog": ("li2017dailydialog/daily_dialog", "DailyDialog", "cc-by-nc-sa-4.0",
-                    "DailyDialog is licensed CC BY-NC-SA 4.0: non-commercial use only."),
-}  # fmt: skip
+    "dailydialog": (
+        "li2017dailydialog/daily_dialog",
+        "DailyDialog",
+        "cc-by-nc-sa-4.0",
+        "DailyDialog is licensed CC BY-NC-SA 4.0: non-commercial use only.",
+    ),
+}
 
 
 def render_card(fields: dict, template: Path = TEMPLATE) -> str:
@@ -19,8 +23,18 @@ def render_card(fields: dict, template: Path = TEMPLATE) -> str:
     return Template(template.read_text(encoding="utf-8")).substitute(fields)
 
 
-def card_fields(*, config, corpus: str, name: str, repo_id: str, metrics: dict, train_pairs: int,
-                valid_pairs: int, command: str, estimator: str = "pinv") -> dict:  # fmt: skip
+def card_fields(
+    *,
+    config,
+    corpus: str,
+    name: str,
+    repo_id: str,
+    metrics: dict,
+    train_pairs: int,
+    valid_pairs: int,
+    command: str,
+    estimator: str = "pinv",
+) -> dict:
     dataset, dataset_name, license_, note = DATASETS.get(
         corpus, (corpus, corpus, "other", "Check the training corpus's licence before use.")
     )
@@ -33,7 +47,9 @@ def card_fields(*, config, corpus: str, name: str, repo_id: str, metrics: dict, 
         "name": name,
         "repo_id": repo_id,
         "negatives": config.negatives,
-        "negatives_mode": "resampled each epoch" if config.resample_negatives else f"sampled once, seed {config.negatives_seed}",
+        "negatives_mode": "resampled each epoch"
+        if config.resample_negatives
+        else f"sampled once, seed {config.negatives_seed}",
         "recall_at_1": f"{metrics['recall_at_1']:.4f}",
         "mrr": f"{metrics['mrr']:.4f}",
         "train_pairs": f"{train_pairs:,}",
@@ -41,13 +57,18 @@ def card_fields(*, config, corpus: str, name: str, repo_id: str, metrics: dict, 
         "turn_separator": config.pair_format.turn_separator,
         "max_length": config.pair_format.max_length,
         "contrastive_weight": config.contrastive_weight,
-        "contrastive_average": {"gold-anchors": "averaged over the gold anchors as in the paper",
-                                "all-rows": "averaged over every row as in the authors' code"}[config.contrastive_average],
+        "contrastive_average": {
+            "gold-anchors": "averaged over the gold anchors as in the paper",
+            "all-rows": "averaged over every row as in the authors' code",
+        }[config.contrastive_average],
         "tau": config.tau,
         "lr": config.lr,
-        "schedule": (f"{config.epochs} epochs" if not config.max_steps_per_epoch else
-                     f"{config.epochs} rounds of at most {config.max_steps_per_epoch} steps (each round a fresh "
-                     "shuffle of the training pairs, not a full pass)"),
+        "schedule": (
+            f"{config.epochs} epochs"
+            if not config.max_steps_per_epoch
+            else f"{config.epochs} rounds of at most {config.max_steps_per_epoch} steps (each round a fresh "
+            "shuffle of the training pairs, not a full pass)"
+        ),
         "round": "round" if config.max_steps_per_epoch else "epoch",
         "valid_scope": f"the first {config.valid_limit:,}" if config.valid_limit else "all",
         "batch_size": config.batch_size,

@@ -22,7 +22,7 @@ class SelectionData:
     pool: list[str]
 
     @classmethod
-    def from_pairs(cls, contexts: list[list[str]], responses: list[str]) -> "SelectionData":
+    def from_pairs(cls, contexts: list[list[str]], responses: list[str]) -> SelectionData:
         pool = sorted({turn for context in contexts for turn in context} | set(responses))
         return cls(contexts, responses, pool)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
 from safetensors.numpy import load_file, save_file
 
@@ -27,7 +27,9 @@ def accumulate_features(
     accumulator = GaussianAccumulator(encoder.dim)
     for start in range(0, len(responses), chunk_size):
         stop = start + chunk_size
-        for _, features in encoder.iter_features(contexts[start:stop], responses[start:stop], batch_size, progress=True):
+        for _, features in encoder.iter_features(
+            contexts[start:stop], responses[start:stop], batch_size, progress=True
+        ):
             accumulator.update(features)
         logger.info("fitted %d / %d pairs", min(stop, len(responses)), len(responses))
     return accumulator

@@ -118,12 +118,16 @@ def _load_optimizer(path: Path, optimizer) -> None:
 class Trainer:
     """Trains a :class:`DensityModel` on gold pairs with random negatives."""
 
-    def __init__(self, config: TrainConfig, train: SelectionData, valid: SelectionData, out_dir: Path, accelerator=None):
+    def __init__(
+        self, config: TrainConfig, train: SelectionData, valid: SelectionData, out_dir: Path, accelerator=None
+    ):
         from accelerate import Accelerator
         from transformers import get_linear_schedule_with_warmup
 
         if config.valid_limit:
-            valid = SelectionData(valid.contexts[: config.valid_limit], valid.responses[: config.valid_limit], valid.pool)
+            valid = SelectionData(
+                valid.contexts[: config.valid_limit], valid.responses[: config.valid_limit], valid.pool
+            )
         self.config, self.train_data, self.valid_data, self.out_dir = config, train, valid, Path(out_dir)
         self.accelerator = accelerator or Accelerator(mixed_precision=resolve_mixed_precision(config.mixed_precision))
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -143,7 +147,12 @@ class Trainer:
             self.progress = saved["progress"]
             self.scheduler.load_state_dict({**saved["scheduler"], "lr_lambdas": [None] * len(optimizer.param_groups)})
             torch.set_rng_state(load_file(str(state_dir / "rng.safetensors"))[f"rank{self.accelerator.process_index}"])
-            logger.info("resuming from %s at epoch %d, step %d", state_dir, self.progress["epoch"], self.progress["step_in_epoch"])
+            logger.info(
+                "resuming from %s at epoch %d, step %d",
+                state_dir,
+                self.progress["epoch"],
+                self.progress["step_in_epoch"],
+            )
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
         self.valid_negatives = valid.negatives(config.negatives, config.negatives_seed)
 
@@ -183,7 +192,9 @@ class Trainer:
         while self.progress["epoch"] < config.epochs:
             epoch = self.progress["epoch"]
             order = np.random.default_rng(config.seed + epoch).permutation(len(self.train_data))
-            negatives = epoch_negatives(self.train_data, config.negatives, config.negatives_seed, epoch, config.resample_negatives)
+            negatives = epoch_negatives(
+                self.train_data, config.negatives, config.negatives_seed, epoch, config.resample_negatives
+            )
             self.model.train()
             bar = tqdm(
                 range(self.progress["step_in_epoch"], self.steps_per_epoch),
@@ -210,12 +221,21 @@ class Trainer:
                 self.progress["step_in_epoch"] = step + 1
                 self.progress["global_step"] += 1
                 bar.set_postfix(loss=f"{mean_loss:.4f}")
-                self._log({"type": "train", "epoch": epoch, "step": self.progress["global_step"], "loss": mean_loss,
-                           "lr": self.scheduler.get_last_lr()[0]})  # fmt: skip
+                self._log(
+                    {
+                        "type": "train",
+                        "epoch": epoch,
+                        "step": self.progress["global_step"],
+                        "loss": mean_loss,
+                        "lr": self.scheduler.get_last_lr()[0],
+                    }
+                )
                 taken += 1
                 out_of_time = stop_after_seconds is not None and time.monotonic() - started > stop_after_seconds
                 # Every process must agree to stop at the same step.
-                out_of_time = bool(accelerator.reduce(torch.tensor(float(out_of_time), device=accelerator.device), "sum").item())
+                out_of_time = bool(
+                    accelerator.reduce(torch.tensor(float(out_of_time), device=accelerator.device), "sum").item()
+                )
                 if (stop_after_steps is not None and taken >= stop_after_steps) or out_of_time:
                     self.save_state()
                     return self.progress
@@ -260,7 +280,9 @@ class Trainer:
         if accelerator.is_main_process:
             state_dir.mkdir(parents=True, exist_ok=True)
             accelerator.unwrap_model(self.model).save(state_dir, self.tokenizer)
-            _save_optimizer(state_dir, self.optimizer.optimizer if hasattr(self.optimizer, "optimizer") else self.optimizer)
+            _save_optimizer(
+                state_dir, self.optimizer.optimizer if hasattr(self.optimizer, "optimizer") else self.optimizer
+            )
             save_file({f"rank{r}": rng[r].contiguous() for r in range(len(rng))}, str(state_dir / "rng.safetensors"))
             scheduler = {k: v for k, v in self.scheduler.state_dict().items() if k != "lr_lambdas"}
             (state_dir / "trainer_state.json").write_text(

@@ -53,7 +53,7 @@ class DensityModel(nn.Module):
         save_head(Path(directory) / HEAD_FILE, *self.head_arrays())
 
     @classmethod
-    def load(cls, directory: Path | str, pair_format: PairFormat | None = None) -> tuple["DensityModel", object]:
+    def load(cls, directory: Path | str, pair_format: PairFormat | None = None) -> tuple[DensityModel, object]:
         """A backbone (fresh head) or a saved model (its head), with the turn separator in the vocabulary.
 
         A separator the tokenizer lacks is added as a special token and the embeddings grow by one.

@@ -32,8 +32,10 @@ def push_checkpoint(
     directory = Path(directory)
     checkpoint = load_checkpoint(directory)  # refuse to upload something the metric cannot load
     if checkpoint.config.encoder_package is not None:
-        raise ValueError(f"{directory} points to the installed package {checkpoint.config.encoder_package!r} "
-                         "for its encoder; push a checkpoint that holds its own encoder files")  # fmt: skip
+        raise ValueError(
+            f"{directory} points to the installed package {checkpoint.config.encoder_package!r} "
+            "for its encoder; push a checkpoint that holds its own encoder files"
+        )
     api = HfApi(endpoint=endpoint, token=token)
     api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)
     commit = api.upload_folder(

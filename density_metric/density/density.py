@@ -5,8 +5,8 @@ A thin wrapper: the model, batching and maths live in the ``density_metric`` pac
 
 import datasets
 import evaluate
-from density_metric.inputs import as_context
-from density_metric.inputs import check_pairs
+
+from density_metric.inputs import as_context, check_pairs
 from density_metric.scoring import DensityScorer
 
 _CITATION = """\
@@ -70,7 +70,9 @@ Examples:
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Density(evaluate.Metric):
-    def __init__(self, checkpoint=None, revision=None, device="auto", batch_size=64, dtype="auto", max_length=None, **kwargs):
+    def __init__(
+        self, checkpoint=None, revision=None, device="auto", batch_size=64, dtype="auto", max_length=None, **kwargs
+    ):
         super().__init__(**kwargs)
         self.scorer_options = dict(
             checkpoint=checkpoint,
