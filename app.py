@@ -22,7 +22,7 @@ import gradio as gr  # noqa: E402
 import numpy as np  # noqa: E402
 
 from density_metric import DensityScorer  # noqa: E402
-from density_metric.tables import read_rows, score_rows, table_format, write_records  # noqa: E402
+from density_metric.tables import output_columns, read_table, score_rows, table_format, write_records  # noqa: E402
 
 logger = logging.getLogger("density_app")
 
@@ -31,6 +31,10 @@ MAX_TURNS = 40
 MAX_CHARS = 4000  # per text field
 MAX_CANDIDATES = 10
 MAX_ROWS = 2000  # per uploaded file
+# Per uploaded file. 2,000 rows of dialogue fit in well under 10 MB; reading a table takes about
+# 10x its size in memory, so a 120 MB upload once took 1.2 GB. launch() makes the server refuse
+# larger uploads; score_file checks again, for a demo launched another way.
+MAX_FILE_BYTES = 10 * 2**20
 CONCURRENCY = 2
 
 EXAMPLES = [
@@ -50,6 +54,17 @@ DIALOGUE_EXAMPLE = (
     "Hi, can I help you?\nYes, I'm looking for a birthday present for my sister.\n"
     "How old is she?\nShe's turning twenty.\nHow about this scarf? It's very popular this season.\n"
     "Scarf scarf scarf."
+)
+
+
+def file_size(size: int) -> str:
+    """``"10 MB"`` (binary megabytes, 3 digits) from a megabyte on, else ``"1,230 bytes"``."""
+    return f"{size / 2**20:.3g} MB" if size >= 2**20 else f"{size:,} bytes"
+
+
+BATCH_HELP = (
+    f"A `.jsonl` or `.csv` file with `context` (list or string) and `response`; up to {MAX_ROWS:,} rows "
+    f"and {file_size(MAX_FILE_BYTES)}."
 )
 
 
@@ -169,13 +184,19 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
             fmt = table_format(path)
         except ValueError:
             raise UserError(f"{path.name}: use a .jsonl or .csv file.") from None
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:  # before reading: memory grows with the file
+            raise UserError(
+                f"{path.name} is {file_size(size)}; the demo takes files up to {file_size(MAX_FILE_BYTES)}."
+            )
         try:
-            rows = read_rows(
+            table = read_table(
                 path, fmt, context_field="context", response_field="response", context_sep=context_sep or None
             )
         except ValueError as err:
             # The message names the upload's temporary path, which means nothing to the user: keep its name only.
             raise UserError(str(err).replace(str(path), path.name)) from None
+        rows = table.rows
         if not rows:
             raise UserError(f"{path.name} has no rows.")
         if len(rows) > MAX_ROWS:
@@ -185,7 +206,7 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
         track = functools.partial(progress.tqdm, desc="scoring", unit="batch")
         score_rows(rows, scorer.score, chunk_rows=64, track=track, error_column=True)
         out = Path(tempfile.mkdtemp()) / f"{path.stem}.scored{path.suffix}"
-        write_records(out, fmt, [row.record for row in rows])
+        write_records(out, fmt, [row.record for row in rows], columns=output_columns(table.columns, error_column=True))
         bad = sum(1 for row in rows if row.error)
         summary = f"Scored {len(rows) - bad:,} of {len(rows):,} rows" + (
             f"; {bad} bad row(s) kept unscored, see `density_error`." if bad else "."
@@ -238,9 +259,7 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
                 api_name="score_dialogue",
             )
         with gr.Tab("Batch"):
-            gr.Markdown(
-                f"A `.jsonl` or `.csv` file with `context` (list or string) and `response`; up to {MAX_ROWS:,} rows."
-            )
+            gr.Markdown(BATCH_HELP)
             upload = gr.File(label="File", file_types=[".jsonl", ".csv"])
             separator = gr.Textbox(label="Split string contexts into turns on (optional)", value="")
             batch_button = gr.Button("Score file", variant="primary")
@@ -257,9 +276,16 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
     return demo
 
 
+def launch(demo: gr.Blocks, **options):
+    """``demo.launch(**options)`` with the server refusing uploads over :data:`MAX_FILE_BYTES`."""
+    return demo.launch(max_file_size=MAX_FILE_BYTES, **options)
+
+
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO)
     extra = tuple(c for c in os.environ.get("DENSITY_CHECKPOINTS", "").split(",") if c)
-    build_demo(os.environ.get("DENSITY_CHECKPOINT"), extra).launch(
-        server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), show_error=False
+    launch(
+        build_demo(os.environ.get("DENSITY_CHECKPOINT"), extra),
+        server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+        show_error=False,
     )

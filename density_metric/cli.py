@@ -1,8 +1,14 @@
 """Command line: ``python -m density_metric score INPUT -o OUTPUT`` and ``python -m density_metric install``.
 
 Arguments, the torchrun start-up (one process group, one device per rank) and messages live here;
-tables are read, checked, scored and written by :mod:`density_metric.tables`, whose ValueErrors
-become ``error: ...`` exits.
+tables are read, checked, scored and written by :mod:`density_metric.tables`. A problem with the
+input, the output path or the options (a ValueError of the library included) is one
+``error: ...`` line on stderr and exit code 2. Ctrl-C is ``interrupted; no output written`` and
+exit code 130.
+
+What is on disk: OUTPUT is written whole or not at all (``tables.write_records``). Once the
+input has been read and checked, an earlier OUTPUT is removed (unless it is the input itself),
+so a run that fails or is stopped after that leaves no file that could pass for its result.
 """
 
 from __future__ import annotations
@@ -13,12 +19,29 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from tqdm.auto import tqdm
 
-from .tables import FORMATS, raise_for_bad_rows, read_rows, score_rows, table_format, write_records
+from .tables import (
+    FORMATS,
+    check_writable,
+    output_columns,
+    raise_for_bad_rows,
+    read_table,
+    score_rows,
+    table_format,
+    unify_contexts,
+    write_records,
+)
 
 logger = logging.getLogger("density_metric")
+
+
+def fail(message: str) -> NoReturn:
+    """Exit with code 2 (as argparse does) after one ``error: ...`` line on stderr; a multi-line message is joined."""
+    print("error: " + "; ".join(line.strip() for line in message.splitlines() if line.strip()), file=sys.stderr)
+    raise SystemExit(2)
 
 
 def _format(path: Path, given: str | None, flag: str) -> str:
@@ -26,14 +49,45 @@ def _format(path: Path, given: str | None, flag: str) -> str:
     try:
         return table_format(path, given)
     except ValueError as err:
-        raise SystemExit(f"error: {err}; use {flag} jsonl|csv|parquet") from None
+        fail(f"{err}; use {flag} jsonl|csv|parquet")
+
+
+def _positive_int(text: str) -> int:
+    """argparse type of --batch-size."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
 
 
 def score_command(args: argparse.Namespace) -> int:
+    try:
+        return _score(args)
+    except KeyboardInterrupt:
+        # write_records removes its temporary file, and an earlier output went before scoring began.
+        print("interrupted; no output written", file=sys.stderr)
+        return 130
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:  # b does not exist
+        return False
+
+
+def _score(args: argparse.Namespace) -> int:
+    if args.input.is_dir():
+        fail(f"{args.input}: is a directory, not a table file")
+    if not args.input.exists():
+        fail(f"{args.input}: no such file")
     in_fmt = _format(args.input, args.format, "--format")
     out_fmt = _format(args.output, args.output_format, "--output-format")
     try:
-        rows = read_rows(
+        table = read_table(
             args.input,
             in_fmt,
             context_field=args.context_field,
@@ -41,18 +95,35 @@ def score_command(args: argparse.Namespace) -> int:
             context_sep=args.context_sep,
         )
     except ValueError as err:
-        raise SystemExit(f"error: {err}") from None
+        fail(str(err))
+    except OSError as err:
+        fail(f"{args.input}: cannot be read ({err.strerror or err})")
+    rows = table.rows
     if args.on_error == "raise":
         try:
             raise_for_bad_rows(args.input, rows)
         except ValueError as err:
-            raise SystemExit(f"error: {err}; --on-error skip scores the others and marks these") from None
+            fail(f"{err}; --on-error skip scores the others and marks these")
     bad = [row for row in rows if row.error]
+    error_column = args.on_error == "skip"
+    columns = output_columns(table.columns, args.output_field, error_column=error_column)
+    records = [row.record for row in rows]
 
     from .distributed import is_distributed, score_distributed
+    from .features import PROGRESS_MIN_PAIRS
     from .scoring import DensityScorer
 
     rank = int(os.environ.get("RANK", 0))
+    if rank == 0:
+        if out_fmt == "parquet":
+            unify_contexts(rows, args.context_field)
+        try:
+            check_writable(args.output, out_fmt, records, columns)  # before any scoring time is spent
+        except ValueError as err:
+            fail(str(err))
+        if not _same_file(args.input, args.output):
+            # The previous run's output must not pass for this run's if this one fails or is stopped.
+            args.output.unlink(missing_ok=True)
     device = args.device
     if int(os.environ.get("WORLD_SIZE", 1)) > 1:
         import torch
@@ -62,20 +133,24 @@ def score_command(args: argparse.Namespace) -> int:
         dist.init_process_group("nccl" if use_cuda else "gloo")
         if use_cuda:
             device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
-    scorer = DensityScorer(
-        args.checkpoint,
-        args.revision,
-        device=device,
-        dtype=args.dtype,
-        batch_size=args.batch_size,
-        max_length=args.max_length,
-        progress=False,
-    )
+    try:
+        scorer = DensityScorer(
+            args.checkpoint,
+            args.revision,
+            device=device,
+            dtype=args.dtype,
+            batch_size=args.batch_size,
+            max_length=args.max_length,
+            progress=False,
+        )
+    except (ValueError, OSError) as err:  # CheckpointError is a ValueError; OSError: Hub and file errors
+        fail(str(err))
+
+    # The Python API's rule (DensityScorer(progress=None)): a bar from PROGRESS_MIN_PAIRS pairs on.
+    show = args.progress or (not args.no_progress and len(rows) - len(bad) >= PROGRESS_MIN_PAIRS)
 
     def track(chunks):
-        with tqdm(
-            total=sum(map(len, chunks)), desc="DEnsity", unit="pair", disable=args.no_progress or rank != 0
-        ) as bar:
+        with tqdm(total=sum(map(len, chunks)), desc="DEnsity", unit="pair", disable=not show or rank != 0) as bar:
             for chunk in chunks:
                 yield chunk
                 bar.update(len(chunk))
@@ -85,7 +160,7 @@ def score_command(args: argparse.Namespace) -> int:
         functools.partial(score_distributed, scorer),
         field=args.output_field,
         track=track,
-        error_column=args.on_error == "skip",
+        error_column=error_column,
     )
     if is_distributed():
         import torch.distributed as dist
@@ -94,7 +169,10 @@ def score_command(args: argparse.Namespace) -> int:
     if rank != 0:
         return 0
     good = len(rows) - len(bad)
-    write_records(args.output, out_fmt, [row.record for row in rows])
+    try:
+        write_records(args.output, out_fmt, records, columns=columns)
+    except (ValueError, OSError) as err:
+        fail(f"cannot write {args.output}: {err}")
     for row in bad:
         logger.warning("skipped %s, %s: %s", args.input, row.where, row.error)
     logger.info(
@@ -126,7 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument(
         "--context-sep",
         default=None,
-        help="split string contexts into turns on this separator (default: a string is one turn)",
+        metavar="SEP",
+        help="split string contexts into turns on SEP, e.g. ' __eou__ ' (no default: a string is one turn)",
     )
     score.add_argument("--output-field", default="density", help="adds FIELD and FIELD_calibrated (default: density)")
     score.add_argument(
@@ -138,10 +217,19 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--checkpoint", default=None, help="local directory or Hub repo id (default: bundled)")
     score.add_argument("--revision", default=None, help="Hub revision; a commit hash pins the scores")
     score.add_argument("--device", default="auto")
-    score.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
-    score.add_argument("--batch-size", type=int, default=64)
-    score.add_argument("--max-length", type=int, default=None)
-    score.add_argument("--no-progress", action="store_true")
+    score.add_argument(
+        "--dtype",
+        default="auto",
+        choices=("auto", "float32", "bfloat16", "float16"),
+        help="auto (default): float32 on CPU, where a score does not depend on its batch; bfloat16 on CUDA",
+    )
+    score.add_argument("--batch-size", type=_positive_int, default=64, help="pairs per forward pass (default: 64)")
+    score.add_argument("--max-length", type=int, default=None, help="tokens per pair (default: the checkpoint's)")
+    progress = score.add_mutually_exclusive_group()
+    progress.add_argument(
+        "--progress", action="store_true", help="always show a progress bar (default: from 1,024 pairs on)"
+    )
+    progress.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     score.set_defaults(func=score_command)
 
     install = commands.add_parser(

@@ -3,17 +3,43 @@
 A table is a file with one record per row, in one of three formats (:data:`FORMATS`):
 
 - ``jsonl``: one JSON object a line (``.jsonl``, ``.json``); blank lines are skipped;
-- ``csv``: a header row, then one row a line; every value is a string;
+- ``csv``: a header row, then one row a line; every value is a string. Fields may be of any
+  length. A row with more values than the header has columns is a bad row (``"5 values for
+  3 columns"``), written back with the header's columns only; one with fewer gets None for
+  the missing columns;
 - ``parquet``: any columns; ``to_pylist`` gives one dict per row.
 
+Text is UTF-8; a byte order mark at the start of the file is skipped. The input's columns
+(:class:`Table`) are the CSV header, the parquet schema, or the keys of the JSON objects,
+first seen first.
+
 The context field holds a list of turns (oldest first) or a string: one turn, or split on
-``context_sep``. The response field holds a string. A row that cannot be read or checked is
-kept, in place, with its problem (:class:`Row`); nothing is dropped.
+``context_sep``. In CSV, a context that parses as a JSON array of strings (as lists are
+written, below) is that list of turns, in the record too; any other string is one turn or
+split. The response field holds a string. A row that cannot be read or checked is kept, in
+place, with its problem (:class:`Row`); nothing is dropped.
 
 :func:`score_rows` adds to every record ``{field}`` (raw DEnsity score, float) and
 ``{field}_calibrated`` (float in [0, 1]); both are None for a bad row. With
 ``error_column=True`` it also adds ``{field}_error``: None, or ``"line 3: missing field
 'response'"``. Records are written back in input order, with their other fields unchanged.
+
+:func:`write_records` writes the columns it is given (the input's and the score columns:
+:func:`output_columns`), then any other key of any record, first seen first; so a
+header-only CSV keeps its header. It writes to a hidden temporary file next to the target
+and renames it over the target when complete: a file at the path is always a whole table,
+and an interrupted write (Ctrl-C) leaves the previous file, or none, and no temporary file
+(``kill -9`` can leave a ``.NAME.*.tmp``, never a partial NAME). Values, by format:
+
+- ``jsonl``: as JSON; what JSON cannot hold (dates or bytes from parquet) as its ``str``;
+- ``csv``: lists and dicts as JSON text (a context ``["Hi", "How are you?"]`` reads back as
+  that list), None as an empty field, anything else as its ``str``;
+- ``parquet``: one type a column, from all rows. A column of strings and lists of strings
+  (contexts given both ways) is written as lists: a string ``s`` as ``[s]``, the one turn it
+  is read as (:func:`unify_contexts` first sets good rows' strings to the turns they were
+  scored with, which keeps a ``context_sep`` split). Any other column that no one arrow type holds (ids ``1`` and ``"b-2"``,
+  ``True`` and ``2``) is written as strings: strings as they are, other values as JSON text.
+  Ints and floats together are floats.
 
 Problems with a whole file are ``ValueError``s naming the file (and the line or row where
 known); the command line (``cli.py``) and the demo (``app.py``) turn them into messages.
@@ -23,6 +49,9 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import secrets
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,12 +60,16 @@ from typing import TYPE_CHECKING, Any
 from .inputs import as_context, as_response
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from .scoring import DensityResult
 
 FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet"}
 _FORMAT_NAMES = sorted(set(FORMATS.values()))
 _KNOWN_SUFFIXES = ", ".join(FORMATS)
 CHUNK_ROWS = 4096  # rows per score_chunk call: bounds the memory of one call, not of the table
+# csv's default is 131,072 characters a field. Its limit is a C long: 32 bits on Windows.
+CSV_FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)
 
 ScoreChunk = Callable[[Sequence, Sequence], "DensityResult"]  # (n contexts, n responses) -> n scores
 
@@ -56,6 +89,14 @@ class Row:
     error: str | None = None
 
 
+@dataclass
+class Table:
+    """The rows of a table, in file order, and its columns (see the module docstring), kept for the output."""
+
+    rows: list[Row]
+    columns: list[str]
+
+
 def table_format(path: str | Path, fmt: str | None = None) -> str:
     """``fmt`` if given, else the format named by the extension of ``path``: ``"jsonl"``, ``"csv"`` or ``"parquet"``.
 
@@ -72,11 +113,15 @@ def table_format(path: str | Path, fmt: str | None = None) -> str:
     return FORMATS[suffix]
 
 
-def _read_records(path: Path, fmt: str) -> list[tuple[dict[str, Any], str, str | None]]:
-    """(record, where, problem or None) per row, in file order."""
+Records = list[tuple[dict[str, Any], str, str | None]]  # (record, where, problem or None) per row
+
+
+def _read_records(path: Path, fmt: str) -> tuple[Records, list[str]]:
+    """(record, where, problem or None) per row, in file order, and the table's columns."""
     if fmt == "jsonl":
-        rows: list[tuple[dict[str, Any], str, str | None]] = []
-        with open(path, encoding="utf-8") as handle:
+        rows: Records = []
+        columns: dict[str, None] = {}  # an ordered set
+        with open(path, encoding="utf-8-sig") as handle:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
@@ -89,18 +134,43 @@ def _read_records(path: Path, fmt: str) -> list[tuple[dict[str, Any], str, str |
                     rows.append(({"value": record}, f"line {number}", "not a JSON object"))
                 else:
                     rows.append((record, f"line {number}", None))
-        return rows
+                    columns.update(dict.fromkeys(record))
+        return rows, list(columns)
     if fmt == "csv":
-        with open(path, encoding="utf-8", newline="") as handle:
+        # Process-wide and left raised: putting it back could cut short another thread's read.
+        csv.field_size_limit(CSV_FIELD_LIMIT)
+        with open(path, encoding="utf-8-sig", newline="") as handle:
             reader = csv.DictReader(handle)
             try:
-                return [(dict(record), f"line {reader.line_num}", None) for record in reader]
+                rows = [_csv_record(record, len(reader.fieldnames), f"line {reader.line_num}") for record in reader]
             except csv.Error as err:  # a broken file, not a bad row: the rows after it cannot be placed
                 # DictReader.line_num is updated only after a good row; its csv.reader's counts the failing line too.
                 raise ValueError(f"{path}, line {reader.reader.line_num}: not valid CSV ({err})") from None
+            return rows, list(reader.fieldnames or [])
     import pyarrow.parquet as pq
 
-    return [(record, f"row {index}", None) for index, record in enumerate(pq.read_table(path).to_pylist())]
+    table = pq.read_table(path)
+    return [(record, f"row {index}", None) for index, record in enumerate(table.to_pylist())], table.column_names
+
+
+def _csv_record(record: dict[Any, Any], n_columns: int, where: str) -> tuple[dict[str, Any], str, str | None]:
+    """A DictReader record; values past the header's columns (DictReader's key None) make it a bad row."""
+    extra = record.pop(None, None)  # dropped: a key None could not be written back
+    problem = f"{n_columns + len(extra)} values for {n_columns} columns" if extra is not None else None
+    return record, where, problem
+
+
+def _json_turns(text: str) -> list[str] | None:
+    """The turns a CSV context holds if it is a JSON array of strings (how lists are written), else None."""
+    if not text.startswith("["):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(value, list) and all(isinstance(turn, str) for turn in value):
+        return value
+    return None
 
 
 def check_record(
@@ -128,14 +198,14 @@ def check_record(
     return row
 
 
-def read_rows(
+def read_table(
     path: str | Path,
     fmt: str | None = None,
     *,
     context_field: str = "context",
     response_field: str = "response",
     context_sep: str | None = None,
-) -> list[Row]:
+) -> Table:
     """Read and check every row of a table, in file order; bad rows are kept with their ``error``.
 
     Args:
@@ -144,27 +214,49 @@ def read_rows(
         context_field, response_field: the columns holding the pair.
         context_sep: split string contexts into turns on this; None: a string is one turn.
 
+    Returns:
+        The rows and the input's columns (for a table with no rows, the CSV header or parquet schema).
+
     Raises:
         ValueError: naming the file, for an unknown format, text that is not UTF-8, broken CSV (with
             its line) or a broken parquet file (pyarrow's ArrowInvalid).
+        OSError: the file cannot be opened (missing, a directory, no permission).
     """
     path = Path(path)
     fmt = table_format(path, fmt)
     try:
-        records = _read_records(path, fmt)
+        records, columns = _read_records(path, fmt)
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: not UTF-8 text ({err.reason})") from None
     rows = []
     for record, where, problem in records:
         if problem:
             rows.append(Row(record, where, error=problem))
-        else:
-            rows.append(
-                check_record(
-                    record, where, context_field=context_field, response_field=response_field, context_sep=context_sep
-                )
+            continue
+        if fmt == "csv" and isinstance(record.get(context_field), str):
+            turns = _json_turns(record[context_field])
+            if turns is not None:
+                record[context_field] = turns  # the list it was written from
+        rows.append(
+            check_record(
+                record, where, context_field=context_field, response_field=response_field, context_sep=context_sep
             )
-    return rows
+        )
+    return Table(rows, columns)
+
+
+def read_rows(
+    path: str | Path,
+    fmt: str | None = None,
+    *,
+    context_field: str = "context",
+    response_field: str = "response",
+    context_sep: str | None = None,
+) -> list[Row]:
+    """The rows of :func:`read_table`: every row of a table, checked, in file order."""
+    return read_table(
+        path, fmt, context_field=context_field, response_field=response_field, context_sep=context_sep
+    ).rows
 
 
 def raise_for_bad_rows(path: str | Path, rows: Sequence[Row]) -> None:
@@ -220,24 +312,129 @@ def score_rows(
             row.record[f"{field}_error"] = f"{row.where}: {row.error}" if row.error else None
 
 
-def write_records(path: str | Path, fmt: str, records: list[dict[str, Any]]) -> None:
-    """Write records as a table, creating the parent directory; CSV columns are the union of keys, first seen first."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "jsonl":
-        with open(path, "w", encoding="utf-8") as handle:
-            for record in records:
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    elif fmt == "csv":
-        fields = list(dict.fromkeys(key for record in records for key in record))
-        with open(path, "w", encoding="utf-8", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=fields)
-            writer.writeheader()
-            writer.writerows(records)
-    elif fmt == "parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+def output_columns(columns: Sequence[str], field: str = "density", error_column: bool = False) -> list[str]:
+    """The columns to write: the input's, then those :func:`score_rows` adds (each once)."""
+    added = [field, f"{field}_calibrated", *([f"{field}_error"] if error_column else [])]
+    return list(dict.fromkeys([*columns, *added]))
 
-        pq.write_table(pa.Table.from_pylist(records), path)
-    else:
+
+def unify_contexts(rows: Sequence[Row], context_field: str = "context") -> None:
+    """Where a table gives contexts both as lists and as strings, set each good row's string context to its turns.
+
+    For parquet, which holds one type a column. :func:`write_records` would write a string ``s`` as ``[s]``;
+    that loses a ``context_sep`` split, so the turns the row was scored with are written instead.
+    Changes the records in place; a table of one kind is left as it is.
+    """
+    if any(isinstance(row.record.get(context_field), list) for row in rows):
+        for row in rows:
+            if not row.error and isinstance(row.record.get(context_field), str):
+                row.record[context_field] = list(row.context or [])
+
+
+def _column_names(records: Sequence[dict[str, Any]], columns: Sequence[str]) -> list[str]:
+    """``columns``, then every other key of the records, first seen first."""
+    return list(dict.fromkeys([*columns, *(key for record in records for key in record)]))
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _arrow_column(values: list[Any]) -> pa.Array:
+    """One pyarrow array for one column's values (None: null), by the rules of the module docstring."""
+    import pyarrow as pa
+
+    present = [value for value in values if value is not None]
+    if any(isinstance(value, list) for value in present) and all(
+        isinstance(value, str) or (isinstance(value, list) and all(isinstance(turn, str) for turn in value))
+        for value in present
+    ):
+        values = [[value] if isinstance(value, str) else value for value in values]
+    try:
+        return pa.array(values)
+    except (pa.ArrowException, OverflowError):  # OverflowError: an int past 64 bits
+        return pa.array([v if v is None or isinstance(v, str) else _json_text(v) for v in values], type=pa.string())
+
+
+def arrow_table(records: Sequence[dict[str, Any]], columns: Sequence[str] = ()) -> pa.Table:
+    """The records as a ``pyarrow.Table``: columns as :func:`write_records` orders them, one type each from all rows."""
+    import pyarrow as pa
+
+    names = _column_names(records, columns)
+    return pa.Table.from_arrays(
+        [_arrow_column([record.get(name) for record in records]) for name in names], names=names
+    )
+
+
+def check_writable(path: str | Path, fmt: str, records: Sequence[dict[str, Any]], columns: Sequence[str] = ()) -> None:
+    """Fail now, before any scoring, where :func:`write_records` would fail later; creates the parent directory.
+
+    For parquet the records are put in an arrow table (one pass over the values, nothing written).
+
+    Raises:
+        ValueError: ``"cannot write PATH: ..."``: the path is a directory, an ancestor is a file, or the
+            directory cannot be created; or the format is unknown.
+    """
+    path = Path(path)
+    if fmt not in _FORMAT_NAMES:
         raise ValueError(f"unknown table format {fmt!r} for {path}; formats: {', '.join(_FORMAT_NAMES)}")
+    if path.is_dir():
+        raise ValueError(f"cannot write {path}: it is a directory")
+    for parent in path.parents:  # nearest first: the first that exists must be a directory
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"cannot write {path}: {parent} is not a directory")
+            break
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"cannot write {path}: {err.strerror or err}") from None
+    if fmt == "parquet":
+        arrow_table(records, columns)
+
+
+def write_records(path: str | Path, fmt: str, records: Sequence[dict[str, Any]], columns: Sequence[str] = ()) -> None:
+    """Write records as a table, whole or not at all, creating the parent directory.
+
+    Columns are ``columns`` then every other key, first seen first; values as the module docstring
+    says. The table goes to a hidden temporary file in the same directory, which replaces ``path``
+    once complete (:func:`os.replace`); on any exception, Ctrl-C included, it is removed.
+    """
+    path = Path(path)
+    if fmt not in _FORMAT_NAMES:
+        raise ValueError(f"unknown table format {fmt!r} for {path}; formats: {', '.join(_FORMAT_NAMES)}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Same directory, so the rename is atomic. Opened with "x" rather than mkstemp: its mode is then the
+    # umask's, as the file's would be, not 0600.
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            table = arrow_table(records, columns)
+            with open(temporary, "xb") as handle:
+                pq.write_table(table, handle)
+                _sync(handle)
+        else:
+            with open(temporary, "x", encoding="utf-8", newline="") as handle:
+                if fmt == "jsonl":
+                    for record in records:
+                        handle.write(_json_text(record) + "\n")
+                else:
+                    writer = csv.DictWriter(handle, fieldnames=_column_names(records, columns))
+                    writer.writeheader()
+                    for record in records:
+                        writer.writerow(
+                            {k: _json_text(v) if isinstance(v, (list, dict)) else v for k, v in record.items()}
+                        )
+                _sync(handle)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def _sync(handle) -> None:
+    """Flush to the disk before the rename, so that a crash cannot leave a renamed but empty file."""
+    handle.flush()
+    os.fsync(handle.fileno())

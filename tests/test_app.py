@@ -4,9 +4,12 @@ import json
 import socket
 import threading
 
+import httpx
 import numpy as np
 import pytest
 from gradio_client import Client, handle_file
+
+from density_metric.tables import read_rows
 
 CONTEXT = "hi\nhow are you"
 REPLIES = ["fine thanks", "the weather is nice", "you you you"]
@@ -20,11 +23,11 @@ def free_port():
 
 @pytest.fixture(scope="module")
 def served(tiny_checkpoint):
-    from app import build_demo
+    from app import build_demo, launch
 
     demo = build_demo(str(tiny_checkpoint))
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     yield f"http://127.0.0.1:{port}/"
     demo.close()
 
@@ -112,6 +115,46 @@ def test_malformed_upload_gets_a_friendly_message(client, tiny_checkpoint, tmp_p
     )
     assert "Scored 0 of 2 rows; 2 bad row(s)" in summary
     assert [json.loads(line)["density_error"].split(":")[0] for line in open(path)] == ["line 1", "line 2"]
+
+
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("bom.jsonl", '{"context": ["hi"], "response": "hello"}\n{"context": "hi", "response": "fine"}\n'),
+        ("bom.csv", 'context,response\nhi,hello\n"[""hi""]",fine\n'),
+    ],
+)
+def test_uploads_with_a_utf8_byte_order_mark_are_scored(client, app_scorer, tiny_checkpoint, tmp_path, name, text):
+    (tmp_path / name).write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    path, summary = client.predict(handle_file(str(tmp_path / name)), "", str(tiny_checkpoint), api_name="/score_file")
+    assert "Scored 2 of 2 rows." in summary
+    out = read_rows(path)
+    expected = app_scorer.score([["hi"], ["hi"]], ["hello", "fine"]).scores
+    np.testing.assert_allclose([float(row.record["density"]) for row in out], expected, rtol=1e-5)
+
+
+def test_an_upload_over_the_size_limit_is_refused_before_it_is_read(
+    client, served, tiny_checkpoint, tmp_path, monkeypatch
+):
+    import app
+
+    assert "10 MB" in app.BATCH_HELP
+    (tmp_path / "big.jsonl").write_bytes(b" " * (app.MAX_FILE_BYTES + 1))
+    # gradio_client reads the limit from the server's config and refuses to send the file...
+    with pytest.raises(Exception, match="exceeds the maximum file size of 10485760 bytes"):
+        client.predict(handle_file(str(tmp_path / "big.jsonl")), "", str(tiny_checkpoint), api_name="/score_file")
+    # ...and the server stops reading an upload (from a browser, say) once it is past the limit.
+    with open(tmp_path / "big.jsonl", "rb") as handle:
+        response = httpx.post(served + "gradio_api/upload", files={"files": ("big.jsonl", handle)}, timeout=60)
+    assert response.status_code == 413 and "File size exceeded maximum allowed size" in response.text
+    # score_file checks too, for a server launched without launch(): a clear message naming the limit.
+    monkeypatch.setattr(app, "MAX_FILE_BYTES", 1000)
+    (tmp_path / "small.jsonl").write_text('{"context": "hi", "response": "hello"}\n' * 30)
+    with pytest.raises(
+        Exception, match=r"small\.jsonl is 1,170 bytes; the demo takes files up to 1,000 bytes\."
+    ) as error:
+        client.predict(handle_file(str(tmp_path / "small.jsonl")), "", str(tiny_checkpoint), api_name="/score_file")
+    assert "Traceback" not in str(error.value)
 
 
 def test_about_shows_the_signature(client, tiny_checkpoint):

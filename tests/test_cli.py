@@ -1,14 +1,29 @@
-"""The command line: JSONL, CSV and parquet round trips, every row kept in order, bad rows."""
+"""The command line: JSONL, CSV and parquet round trips, every row kept in order, bad rows, errors, Ctrl-C."""
 
 import csv
+import io
 import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import torch
 
+from density_metric import distributed
 from density_metric.cli import main
+from density_metric.tables import read_rows
+
+from .tiny import synthetic_pairs
+
+REPO = Path(__file__).resolve().parents[1]
 
 ROWS = [
     {"id": 1, "context": ["hi", "how are you"], "response": "fine thanks"},
@@ -17,20 +32,20 @@ ROWS = [
 ]
 
 
-def run(tiny_checkpoint, *args):
-    return main(
-        [
-            "score",
-            *map(str, args),
-            "--checkpoint",
-            str(tiny_checkpoint),
-            "--device",
-            "cpu",
-            "--dtype",
-            "float32",
-            "--no-progress",
-        ]
-    )
+def run(tiny_checkpoint, *args, progress="--no-progress"):
+    options = ["--checkpoint", str(tiny_checkpoint), "--device", "cpu", "--dtype", "float32"]
+    return main(["score", *map(str, args), *options, *([progress] if progress else [])])
+
+
+def error_line(capsys, call, *args, **kwargs) -> str:
+    """Run a failing command: exit code 2 and one ``error: ...`` line on stderr, no traceback; that line."""
+    with pytest.raises(SystemExit) as stop:
+        call(*args, **kwargs)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if "error: " in line]
+    assert len(errors) == 1 and errors[0] == err.splitlines()[-1] and "Traceback" not in err, err
+    return errors[0]
 
 
 def write_jsonl(path, rows):
@@ -76,14 +91,12 @@ def test_parquet_round_trip(tiny_checkpoint, tiny_scorer, tmp_path):
     np.testing.assert_allclose([row["density"] for row in out], expected_scores(tiny_scorer, ROWS), rtol=1e-5)
 
 
-def test_bad_row_stops_the_run_with_its_line_number(tiny_checkpoint, tmp_path):
+def test_bad_row_stops_the_run_with_its_line_number(tiny_checkpoint, tmp_path, capsys):
     (tmp_path / "in.jsonl").write_text(
         json.dumps(ROWS[0]) + "\n" + json.dumps({"context": ["hi"], "response": None}) + "\n{broken\n", encoding="utf-8"
     )
-    bad_row = r"line 2: response must be a string, got NoneType \(2 bad row\(s\)"
-    with pytest.raises(SystemExit, match=bad_row) as stop:
-        run(tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl")
-    message = str(stop.value)
+    message = error_line(capsys, run, tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl")
+    assert "in.jsonl, line 2: response must be a string, got NoneType (2 bad row(s) in all)" in message
     assert message.startswith("error: ") and message.endswith("--on-error skip scores the others and marks these")
     assert not (tmp_path / "out.jsonl").exists()
 
@@ -105,19 +118,228 @@ def test_skipped_bad_rows_stay_in_the_output_unscored_and_are_reported(tiny_chec
     assert "skipped" in caplog.text and "line 3" in caplog.text
 
 
-def test_unknown_extension_asks_for_format(tiny_checkpoint, tmp_path):
+def test_unknown_extension_asks_for_format(tiny_checkpoint, tmp_path, capsys):
     (tmp_path / "in.txt").write_text("x")
-    with pytest.raises(SystemExit, match="use --format"):
-        run(tiny_checkpoint, tmp_path / "in.txt", "-o", tmp_path / "out.jsonl")
+    assert "use --format" in error_line(capsys, run, tiny_checkpoint, tmp_path / "in.txt", "-o", tmp_path / "out.jsonl")
 
 
-def test_unknown_output_extension_asks_for_output_format(tiny_checkpoint, tmp_path):
+def test_unknown_output_extension_asks_for_output_format(tiny_checkpoint, tmp_path, capsys):
     write_jsonl(tmp_path / "in.jsonl", ROWS)
-    with pytest.raises(SystemExit, match=r"error: cannot tell the format of .*out\.txt.*; use --output-format"):
-        run(tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.txt")
+    message = error_line(capsys, run, tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.txt")
+    assert message.startswith("error: cannot tell the format of ") and message.endswith(
+        "; use --output-format jsonl|csv|parquet"
+    )
 
 
-def test_unreadable_input_is_an_error_naming_the_file(tiny_checkpoint, tmp_path):
+def test_unreadable_input_is_an_error_naming_the_file(tiny_checkpoint, tmp_path, capsys):
     (tmp_path / "in.jsonl").write_bytes(b'{"context": ["caf\xe9"], "response": "x"}\n')
-    with pytest.raises(SystemExit, match=r"error: .*in\.jsonl: not UTF-8 text"):
-        run(tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl")
+    message = error_line(capsys, run, tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl")
+    assert message.startswith("error: ") and "in.jsonl: not UTF-8 text" in message
+
+
+# ---------------------------------------------------------------- what is written
+
+
+def test_parquet_output_keeps_the_columns_of_a_skipped_malformed_first_line(tiny_checkpoint, tmp_path):
+    (tmp_path / "in.jsonl").write_text("{broken\n" + "".join(json.dumps(row) + "\n" for row in ROWS), encoding="utf-8")
+    assert run(tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.parquet", "--on-error", "skip") == 0
+    out = pq.read_table(tmp_path / "out.parquet")
+    assert out.column_names[:6] == ["id", "context", "response", "density", "density_calibrated", "density_error"]
+    assert out.column("id").to_pylist() == [None, 1, 2, 3]
+    assert out.column("density_error").to_pylist()[0].startswith("line 1: invalid JSON")
+
+
+def test_parquet_output_with_mixed_contexts_and_ids_keeps_what_was_scored(tiny_checkpoint, tmp_path):
+    rows = [
+        {"id": 1, "context": ["hi", "how are you"], "response": "fine thanks"},
+        {"id": "b", "context": "hi || how are you", "response": "fine thanks"},  # the same pair, as a string
+        {"id": 3, "context": "hello", "response": "hi", "late": True},
+    ]
+    write_jsonl(tmp_path / "in.jsonl", rows)
+    assert run(tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.parquet", "--context-sep", " || ") == 0
+    out = read_rows(tmp_path / "out.parquet")
+    assert [row.context for row in out] == [["hi", "how are you"], ["hi", "how are you"], ["hello"]]
+    assert [row.record["id"] for row in out] == ["1", "b", "3"]  # int and str in one column: strings
+    assert [row.record["late"] for row in out] == [None, None, True]
+    assert out[0].record["density"] == out[1].record["density"]
+
+
+def test_header_only_csv_gives_a_header_only_csv(tiny_checkpoint, tmp_path):
+    (tmp_path / "in.csv").write_text("id,context,response\n", encoding="utf-8")
+    assert run(tiny_checkpoint, tmp_path / "in.csv", "-o", tmp_path / "out.csv") == 0
+    assert (tmp_path / "out.csv").read_text(encoding="utf-8").splitlines() == [
+        "id,context,response,density,density_calibrated"
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_input_with_a_utf8_byte_order_mark_is_scored(tiny_checkpoint, tiny_scorer, tmp_path, fmt):
+    if fmt == "jsonl":
+        text = "".join(json.dumps(row) + "\n" for row in ROWS)
+    else:
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=["id", "context", "response"])
+        writer.writeheader()
+        writer.writerows({**row, "context": json.dumps(row["context"])} for row in ROWS)
+        text = buffer.getvalue()
+    (tmp_path / f"in.{fmt}").write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))  # as Excel and Notepad save
+    assert run(tiny_checkpoint, tmp_path / f"in.{fmt}", "-o", tmp_path / "out.jsonl") == 0
+    out = read_jsonl(tmp_path / "out.jsonl")
+    assert [str(row["id"]) for row in out] == ["1", "2", "3"]
+    np.testing.assert_allclose([row["density"] for row in out], expected_scores(tiny_scorer, ROWS), rtol=1e-5)
+
+
+def test_jsonl_csv_parquet_jsonl_round_trip_gives_identical_scores(tiny_checkpoint, tmp_path):
+    rows = [
+        {"id": 1, "context": ["hi, you", 'she said "fine"', "two\nlines"], "response": "fine thanks"},
+        {"id": 2, "context": [], "response": "hello"},
+        {"id": 3, "context": "one turn", "response": "what, is it"},
+        {"id": 4, "context": ["ça va", "naïve ☕"], "response": "good day"},
+    ]
+    write_jsonl(tmp_path / "in.jsonl", rows)
+    steps = [("in.jsonl", "a.csv"), ("a.csv", "b.parquet"), ("b.parquet", "c.jsonl")]
+    for source, target in steps:
+        assert run(tiny_checkpoint, tmp_path / source, "-o", tmp_path / target) == 0
+    first = read_rows(tmp_path / "a.csv")
+    final = read_jsonl(tmp_path / "c.jsonl")
+    assert [row["context"] for row in final] == [
+        *(row["context"] for row in rows[:2]),
+        ["one turn"],
+        rows[3]["context"],
+    ]
+    assert [row.context for row in first] == [row["context"] if row["id"] != 3 else ["one turn"] for row in rows]
+    scores = [float(row.record["density"]) for row in first]
+    assert [row.record["density"] for row in read_rows(tmp_path / "b.parquet")] == scores
+    assert [row["density"] for row in final] == scores
+
+
+# ---------------------------------------------------------------- no stale or partial output
+
+
+def test_ctrl_c_while_scoring_leaves_no_output_and_exits_130(tiny_checkpoint, tmp_path, capsys, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(distributed, "score_distributed", interrupted)
+    write_jsonl(tmp_path / "in.jsonl", ROWS)
+    (tmp_path / "out.jsonl").write_text(json.dumps({**ROWS[0], "density": -1.0}) + "\n")  # a previous run's
+    assert run(tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl") == 130
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == "interrupted; no output written" and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+def test_a_failed_run_removes_the_previous_output_so_it_cannot_pass_for_this_one(tiny_checkpoint, tmp_path, capsys):
+    write_jsonl(tmp_path / "in.jsonl", ROWS)
+    (tmp_path / "out.jsonl").write_text(json.dumps({**ROWS[0], "density": -1.0}) + "\n")
+    error_line(capsys, run, tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl", "--max-length", 2)
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_scoring_a_file_in_place_never_removes_the_input(tiny_checkpoint, tmp_path, monkeypatch):
+    write_jsonl(tmp_path / "data.jsonl", ROWS)
+    assert run(tiny_checkpoint, tmp_path / "data.jsonl", "-o", tmp_path / "data.jsonl") == 0
+    scored = read_jsonl(tmp_path / "data.jsonl")
+    assert [row["id"] for row in scored] == [1, 2, 3] and all("density" in row for row in scored)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(distributed, "score_distributed", interrupted)
+    assert run(tiny_checkpoint, tmp_path / "data.jsonl", "-o", tmp_path / "data.jsonl") == 130
+    assert read_jsonl(tmp_path / "data.jsonl") == scored
+
+
+def test_sigint_to_a_running_cli_exits_130_with_one_line_and_no_file(tiny_checkpoint, tmp_path):
+    contexts, responses = synthetic_pairs(6000, seed=3)
+    write_jsonl(tmp_path / "in.jsonl", [{"context": c, "response": r} for c, r in zip(contexts, responses)])
+    (tmp_path / "out.jsonl").write_text("stale\n")
+    command = [sys.executable, "-m", "density_metric", "score", str(tmp_path / "in.jsonl"), "-o"]
+    command += [str(tmp_path / "out.jsonl"), "--checkpoint", str(tiny_checkpoint), "--device", "cpu"]
+    process = subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    err = bytearray()
+
+    def read_stderr():
+        while chunk := process.stderr.read1(1024):
+            err.extend(chunk)
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 120
+    while b"DEnsity" not in err and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)  # the progress bar (6,000 pairs) shows that scoring has begun
+    assert b"DEnsity" in err and process.poll() is None, err.decode(errors="replace")
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=120) == 130
+    reader.join(timeout=10)
+    text = err.decode()
+    assert text.rstrip().splitlines()[-1] == "interrupted; no output written" and "Traceback" not in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+# ---------------------------------------------------------------- errors: one line, exit code 2
+
+
+def test_a_missing_input_file_is_an_error(tiny_checkpoint, tmp_path, capsys):
+    message = error_line(capsys, run, tiny_checkpoint, tmp_path / "nope.jsonl", "-o", tmp_path / "out.jsonl")
+    assert message == f"error: {tmp_path / 'nope.jsonl'}: no such file"
+
+
+def test_a_directory_as_input_is_an_error(tiny_checkpoint, tmp_path, capsys):
+    for name in ("dir.jsonl", "dir"):  # said before the format is asked for
+        (tmp_path / name).mkdir()
+        message = error_line(capsys, run, tiny_checkpoint, tmp_path / name, "-o", tmp_path / "out.jsonl")
+        assert message == f"error: {tmp_path / name}: is a directory, not a table file"
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "x"])
+def test_a_batch_size_below_one_is_an_error(tiny_checkpoint, tmp_path, capsys, value):
+    write_jsonl(tmp_path / "in.jsonl", ROWS)
+    message = error_line(
+        capsys, run, tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl", "--batch-size", value
+    )
+    assert "argument --batch-size: must be a positive integer" in message
+
+
+@pytest.mark.parametrize("checkpoint", ["missing/dir/ckpt", "not_a_checkpoint"])
+def test_a_bad_checkpoint_is_an_error(tmp_path, capsys, checkpoint):
+    write_jsonl(tmp_path / "in.jsonl", ROWS)
+    (tmp_path / "not_a_checkpoint").mkdir()
+    args = ["score", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"), "--no-progress"]
+    message = error_line(capsys, main, [*args, "--checkpoint", str(tmp_path / checkpoint)])
+    assert message.startswith("error: ") and checkpoint.split("/")[0] in message
+
+
+def test_a_max_length_below_four_is_an_error(tiny_checkpoint, tmp_path, capsys):
+    write_jsonl(tmp_path / "in.jsonl", ROWS)
+    message = error_line(
+        capsys, run, tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl", "--max-length", "2"
+    )
+    assert "max_length must be in [4, " in message
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_device_cuda_without_cuda_is_an_error(tiny_checkpoint, tmp_path, capsys):
+    write_jsonl(tmp_path / "in.jsonl", ROWS)
+    args = ["score", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"), "--no-progress"]
+    message = error_line(capsys, main, [*args, "--checkpoint", str(tiny_checkpoint), "--device", "cuda"])
+    assert message.startswith("error: ") and "cuda" in message.lower()
+
+
+def test_an_output_whose_parent_is_a_file_is_an_error_before_scoring(tiny_checkpoint, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(distributed, "score_distributed", None)  # scoring would fail differently
+    write_jsonl(tmp_path / "in.jsonl", ROWS)
+    (tmp_path / "file").write_text("")
+    message = error_line(capsys, run, tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "file" / "out.jsonl")
+    assert message.startswith(f"error: cannot write {tmp_path / 'file' / 'out.jsonl'}: ")
+
+
+# ---------------------------------------------------------------- progress
+
+
+def test_no_progress_bar_below_the_python_api_threshold_unless_asked(tiny_checkpoint, tmp_path, capsys):
+    write_jsonl(tmp_path / "in.jsonl", ROWS)
+    assert run(tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl", progress=None) == 0
+    assert "DEnsity" not in capsys.readouterr().err
+    assert run(tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl", progress="--progress") == 0
+    assert "DEnsity" in capsys.readouterr().err

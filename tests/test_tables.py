@@ -11,8 +11,10 @@ import pytest
 from density_metric.scoring import DensityResult
 from density_metric.tables import (
     Row,
+    output_columns,
     raise_for_bad_rows,
     read_rows,
+    read_table,
     score_columns,
     score_rows,
     table_format,
@@ -128,9 +130,6 @@ def test_unreadable_files_are_value_errors_naming_the_file(tmp_path):
     (tmp_path / "latin1.jsonl").write_bytes(b'{"context": ["caf\xe9"], "response": "x"}\n')
     with pytest.raises(ValueError, match=r"latin1\.jsonl: not UTF-8 text"):
         read_rows(tmp_path / "latin1.jsonl")
-    (tmp_path / "huge.csv").write_text("context,response\nhi,fine\nhi," + "x" * 200_000 + "\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"huge\.csv, line 3: not valid CSV \(field larger than field limit"):
-        read_rows(tmp_path / "huge.csv")
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
@@ -179,3 +178,139 @@ def test_score_rows_without_error_column_or_good_rows():
     calls = []
     score_rows(rows, fake_scorer(calls), field="s")
     assert calls == [] and rows[0].record == {"s": None, "s_calibrated": None}
+
+
+def read_csv_lines(path):
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.reader(handle))
+
+
+def test_a_csv_field_over_the_default_csv_limit_is_read(tmp_path):
+    # Python's csv module stops at 131,072 characters a field unless told otherwise.
+    (tmp_path / "long.csv").write_text("context,response\nhi,fine\nhi," + "x" * 200_000 + "\n", encoding="utf-8")
+    rows = read_rows(tmp_path / "long.csv")
+    assert [row.error for row in rows] == [None, None] and rows[1].response == "x" * 200_000
+
+
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("bom.jsonl", '{"context": ["hi"], "response": "fine"}\n'),
+        ("bom.csv", "context,response\nhi,fine\n"),
+    ],
+)
+def test_a_utf8_byte_order_mark_is_not_part_of_the_first_line(tmp_path, name, text):
+    (tmp_path / name).write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    table = read_table(tmp_path / name)
+    assert [(row.context, row.response, row.error) for row in table.rows] == [(["hi"], "fine", None)]
+    assert table.columns == ["context", "response"]
+
+
+def test_a_header_only_csv_keeps_its_columns_in_the_output(tmp_path):
+    (tmp_path / "empty.csv").write_text("id,context,response\n", encoding="utf-8")
+    table = read_table(tmp_path / "empty.csv")
+    assert table.rows == [] and table.columns == ["id", "context", "response"]
+    columns = output_columns(table.columns, field="density", error_column=True)
+    assert columns == ["id", "context", "response", "density", "density_calibrated", "density_error"]
+    write_records(tmp_path / "out.csv", "csv", [], columns=columns)
+    assert read_csv_lines(tmp_path / "out.csv") == [columns]
+    write_records(tmp_path / "out.parquet", "parquet", [], columns=columns)
+    assert pq.read_table(tmp_path / "out.parquet").column_names == columns
+
+
+def test_a_csv_row_with_more_values_than_columns_is_a_bad_row_naming_the_counts(tmp_path):
+    (tmp_path / "in.csv").write_text("id,context,response\n1,hi,fine\n2,hi,fine,extra,more\n", encoding="utf-8")
+    rows = read_rows(tmp_path / "in.csv")
+    assert [(row.where, row.error) for row in rows] == [("line 2", None), ("line 3", "5 values for 3 columns")]
+    assert rows[1].record == {"id": "2", "context": "hi", "response": "fine"}  # no None key, so it can be written
+    with pytest.raises(ValueError, match=r"in\.csv, line 3: 5 values for 3 columns"):
+        raise_for_bad_rows(tmp_path / "in.csv", rows)
+
+
+def test_csv_writes_list_contexts_as_json_arrays_and_reads_them_back_as_lists(tmp_path):
+    records = [
+        {"context": ["Hi, you", 'say "x"', "two\nlines"], "response": "fine"},
+        {"context": [], "response": "hello"},
+        {"context": "one turn, not a list", "response": "ok"},
+    ]
+    write_records(tmp_path / "out.csv", "csv", records)
+    assert read_csv_lines(tmp_path / "out.csv")[1][0] == '["Hi, you", "say \\"x\\"", "two\\nlines"]'
+    rows = read_rows(tmp_path / "out.csv")
+    assert [row.context for row in rows] == [["Hi, you", 'say "x"', "two\nlines"], [], ["one turn, not a list"]]
+    assert [row.record["context"] for row in rows] == [record["context"] for record in records]
+
+
+@pytest.mark.parametrize("text", ["[not json", '["a", 1]', '{"a": "b"}', "[]x"])
+def test_a_csv_context_that_is_not_a_json_array_of_strings_is_one_turn_or_split(tmp_path, text):
+    write_records(tmp_path / "in.csv", "csv", [{"context": text + " | b", "response": "r"}])
+    assert read_rows(tmp_path / "in.csv")[0].context == [text + " | b"]
+    assert read_rows(tmp_path / "in.csv", context_sep=" | ")[0].context == [text, "b"]
+
+
+def test_parquet_columns_come_from_every_row_not_the_first(tmp_path):
+    records = [{"context": ["hi"], "response": "a"}, {"context": ["hi"], "response": "b", "late": 2.5}]
+    write_records(tmp_path / "out.parquet", "parquet", records)
+    assert [row.record for row in read_rows(tmp_path / "out.parquet")] == [{**records[0], "late": None}, records[1]]
+
+
+def test_parquet_after_a_malformed_first_line_keeps_every_input_column(tmp_path):
+    write_jsonl_lines(tmp_path / "in.jsonl", ["{broken", json.dumps(RECORDS[0]), json.dumps(RECORDS[1])])
+    table = read_table(tmp_path / "in.jsonl")
+    assert table.columns == ["id", "context", "response"]  # a bad line's {"line": ...} is not an input column
+    score_rows(table.rows, fake_scorer(), error_column=True)
+    columns = output_columns(table.columns, field="density", error_column=True)
+    write_records(tmp_path / "out.parquet", "parquet", [row.record for row in table.rows], columns=columns)
+    out = pq.read_table(tmp_path / "out.parquet")
+    assert out.column_names == [*columns, "line"]
+    assert out.column("id").to_pylist() == [None, 1, 2]
+    assert out.column("density").to_pylist() == [None, -11.0, -15.0]
+
+
+def test_parquet_mixed_list_and_string_contexts_are_one_list_column(tmp_path):
+    records = [{"context": ["hi", "there"], "response": "a"}, {"context": "one turn", "response": "b"}]
+    write_records(tmp_path / "out.parquet", "parquet", records)
+    out = pq.read_table(tmp_path / "out.parquet")
+    assert out.schema.field("context").type == pa.list_(pa.string())
+    assert [row.context for row in read_rows(tmp_path / "out.parquet")] == [["hi", "there"], ["one turn"]]
+
+
+def test_parquet_columns_of_mixed_types_fall_back_to_strings(tmp_path):
+    records = [
+        {"id": 1, "meta": {"a": 1}, "flag": True, "x": 1, "context": ["hi"], "response": "a"},
+        {"id": "b-2", "meta": [1, "x"], "flag": 2, "x": 2.5, "context": ["hi"], "response": "b"},
+        {"id": None, "meta": None, "flag": None, "x": None, "context": ["hi"], "response": "c"},
+    ]
+    write_records(tmp_path / "out.parquet", "parquet", records)
+    out = pq.read_table(tmp_path / "out.parquet")
+    assert out.column("id").to_pylist() == ["1", "b-2", None]
+    assert out.column("meta").to_pylist() == ['{"a": 1}', '[1, "x"]', None]
+    assert out.column("flag").to_pylist() == ["true", "2", None]
+    assert out.column("x").to_pylist() == [1.0, 2.5, None]  # ints and floats are numbers: one float column
+
+
+class Interrupt:
+    """A value whose text is asked for while the file is being written: Ctrl-C at that moment."""
+
+    def __str__(self):
+        raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_an_interrupted_write_leaves_the_previous_file_whole_and_no_temporary_file(tmp_path, fmt):
+    path = tmp_path / f"out.{fmt}"
+    path.write_text("previous\n", encoding="utf-8")
+    records = [{"context": ["hi"], "response": "x" * 100}] * 5000 + [{"context": ["hi"], "response": Interrupt()}]
+    with pytest.raises(KeyboardInterrupt):
+        write_records(path, fmt, records)
+    assert path.read_text(encoding="utf-8") == "previous\n"
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+def test_a_finished_write_replaces_the_file_and_keeps_its_usual_permissions(tmp_path):
+    path = tmp_path / "out.jsonl"
+    path.write_text("previous\n", encoding="utf-8")
+    write_records(path, "jsonl", RECORDS)
+    (tmp_path / "plain").write_text("")
+    assert [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] == RECORDS
+    assert path.stat().st_mode == (tmp_path / "plain").stat().st_mode  # the umask's, not mkstemp's 0600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl", "plain"]
