@@ -94,3 +94,31 @@ def test_bare_name_loads_offline_from_any_directory_after_install(tiny_checkpoin
     )
     assert run.returncode == 0, run.stderr
     assert "['calibrated', 'calibrated_mean', 'density', 'scores', 'signature']" in run.stdout
+
+
+def test_checkpoint_revision_reaches_the_hub_download(tiny_checkpoint, tmp_path):
+    """evaluate.load keeps `revision` for the module script; `checkpoint_revision` pins the model.
+
+    The cache holds two commits and `main` points to the second: the pinned first one is loaded,
+    without the unpinned-revision warning."""
+    from .hub_cache import build_hub_cache
+
+    first, second = "1" * 40, "2" * 40
+    build_hub_cache(tmp_path / "hub", "org/tiny-density", tiny_checkpoint, first)
+    build_hub_cache(tmp_path / "hub", "org/tiny-density", tiny_checkpoint, second)
+    code = (
+        "import evaluate\n"
+        f"m = evaluate.load({MODULE_PATH!r}, checkpoint='org/tiny-density', checkpoint_revision={first!r}, "
+        "device='cpu', dtype='float32')\n"
+        "print(m.compute(contexts=[['hi']], responses=['hello'])['signature'])\n"
+    )
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_HUB_CACHE": str(tmp_path / "hub"),
+        "HF_HOME": str(tmp_path / "home"),
+    }
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert f"checkpoint=org/tiny-density@{first}|" in run.stdout
+    assert "without a pinned revision" not in run.stderr

@@ -112,12 +112,12 @@ def test_dialogue_scoring_rejects_one_turn_dialogues(tiny_scorer):
         tiny_scorer.score_dialogues([["hi", "hello"], ["alone"]])
 
 
-def test_auto_device_is_cuda_if_present_and_auto_dtype_is_bf16_only_where_native():
-    from density_metric.features import cpu_has_native_bf16, resolve_device, resolve_dtype
+def test_auto_device_is_cuda_if_present_and_auto_dtype_is_bf16_on_cuda_float32_on_cpu():
+    from density_metric.features import resolve_device, resolve_dtype
 
     assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
     assert resolve_dtype("auto", torch.device("cuda")) == "bfloat16"
-    assert resolve_dtype("auto", torch.device("cpu")) == ("bfloat16" if cpu_has_native_bf16() else "float32")
+    assert resolve_dtype("auto", torch.device("cpu")) == "float32"  # batch-invariant scores by default
     assert resolve_dtype("float32", torch.device("cuda")) == "float32"
 
 
@@ -165,3 +165,26 @@ def test_cls_only_layer_falls_back_to_the_full_model_with_a_warning_on_an_unchec
         assert compute_cls_only_in_last_layer(model) is False
     assert "computing the full last layer" in caplog.text and "transformers 6.0.0" in caplog.text
     assert model.encoder.layer[-1].forward == forward
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only error")
+def test_cuda_device_without_cuda_is_a_clear_error_at_load(tiny_checkpoint):
+    with pytest.raises(ValueError, match="no CUDA device is available"):
+        DensityScorer(str(tiny_checkpoint), device="cuda")
+
+
+def test_max_length_too_small_for_a_pair_is_rejected_at_load(tiny_checkpoint):
+    with pytest.raises(ValueError, match="max_response_length=2 must be in"):
+        DensityScorer(str(tiny_checkpoint), device="cpu", max_length=4)
+
+
+@pytest.mark.parametrize("batch_size", [1, 7])
+def test_scores_under_the_default_dtype_do_not_depend_on_the_batch(tiny_checkpoint, batch_size):
+    """The README's 1e-5 rule, under the defaults (no dtype given): batch size, order and split."""
+    contexts, responses = synthetic_pairs(80, seed=17)
+    reference = DensityScorer(str(tiny_checkpoint), device="cpu").score(contexts, responses).scores
+    scorer = DensityScorer(str(tiny_checkpoint), device="cpu", batch_size=batch_size)
+    np.testing.assert_allclose(scorer.score(contexts, responses).scores, reference, rtol=1e-5)
+    np.testing.assert_allclose(scorer.score(contexts[::-1], responses[::-1]).scores[::-1], reference, rtol=1e-5)
+    split = np.concatenate([scorer.score(contexts[i : i + 30], responses[i : i + 30]).scores for i in range(0, 80, 30)])
+    np.testing.assert_allclose(split, reference, rtol=1e-5)

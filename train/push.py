@@ -25,7 +25,7 @@ def push_checkpoint(
     fetches) are uploaded; anything else in the folder stays local.
 
     Pin that hash: ``DensityScorer(repo_id, revision=<hash>)`` / ``evaluate.load("density",
-    checkpoint=repo_id, revision=<hash>)``.
+    checkpoint=repo_id, checkpoint_revision=<hash>)``.
     """
     from huggingface_hub import HfApi
 
