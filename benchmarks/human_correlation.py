@@ -4,8 +4,9 @@
 
 Reads every ``*.normalized.jsonl`` under ``--data-dir``, scores it with the checkpoint and
 the baselines on the same rows, and writes ``human_correlation.md``, ``human_correlation.json``
-and PNG figures to ``--out``. Two protocols are reported (see ``benchmarks/sets.py``):
-``full`` (every row) and ``paper`` (the DEnsity paper's filtering).
+and PNG figures to ``--out``. Two protocols are reported by default (see ``benchmarks/sets.py``):
+``full`` (every row) and ``paper`` (the DEnsity paper's filtering); ``--protocols full paper dev``
+adds ``dev`` (the Zhao sets' first 20 %, for model selection), reported for the sets that have it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from density_metric import DensityScorer
 from train.corpora import load_dailydialog
 
 from .probes import PROBES, make_probes
-from .sets import PAPER_DENSITY, PROTOCOLS, JudgmentSet, apply_protocol, context_of, load_sets
+from .sets import PAPER_DENSITY, PROTOCOLS, JudgmentSet, apply_protocol, context_of, has_protocol, load_sets
+
+DEFAULT_PROTOCOLS = ("full", "paper")
 
 logger = logging.getLogger("benchmarks.human_correlation")
 
@@ -79,8 +82,10 @@ def reference_columns(rows: list[dict]) -> dict[str, np.ndarray]:
     return {"BLEU-2": np.array(bleu2), "ROUGE-L": np.array(rouge_l)}
 
 
-def evaluate_turn_set(judgments: JudgmentSet, columns: list[ModelColumns], with_facts: bool) -> dict:
-    """Per protocol: correlation of every metric column with the human scores, on the same rows."""
+def evaluate_turn_set(
+    judgments: JudgmentSet, columns: list[ModelColumns], with_facts: bool, protocols=DEFAULT_PROTOCOLS
+) -> dict:
+    """Per protocol (those defined for the set): correlation of every metric column with the human scores."""
     rows = judgments.rows
     contexts = [context_of(row, with_facts) for row in rows]
     responses = [row["response"] for row in rows]
@@ -89,7 +94,7 @@ def evaluate_turn_set(judgments: JudgmentSet, columns: list[ModelColumns], with_
         values.update(model(contexts, responses))
     values.update(reference_columns(rows))
     out = {}
-    for protocol in PROTOCOLS:
+    for protocol in (p for p in protocols if has_protocol(judgments, p)):
         index, human = apply_protocol(judgments, protocol)
         out[protocol] = {name: correlation(column[index], human) for name, column in values.items()}
     out["_values"] = {name: column.tolist() for name, column in values.items()}
@@ -97,7 +102,7 @@ def evaluate_turn_set(judgments: JudgmentSet, columns: list[ModelColumns], with_
     return out
 
 
-def evaluate_dialogue_set(judgments: JudgmentSet, scorer: DensityScorer) -> dict:
+def evaluate_dialogue_set(judgments: JudgmentSet, scorer: DensityScorer, protocols=DEFAULT_PROTOCOLS) -> dict:
     """FED dialogue level: the library's dialogue score (mean and rms aggregates) against Overall."""
     dialogues = [row["dialogue"] for row in judgments.rows]
     human = np.array([row["score"] for row in judgments.rows], dtype=float)
@@ -105,7 +110,7 @@ def evaluate_dialogue_set(judgments: JudgmentSet, scorer: DensityScorer) -> dict
     for aggregate in ("mean", "rms"):
         scores = np.array([d["score"] for d in scorer.score_dialogues(dialogues, aggregate=aggregate)])
         out[f"DEnsity dialogue ({aggregate})"] = correlation(scores, human)
-    return {"full": out, "paper": out}
+    return {protocol: out for protocol in ("full", "paper") if protocol in protocols}
 
 
 def run_probes(dialogues, columns: list[ModelColumns], n: int, seed: int) -> dict:
@@ -117,11 +122,22 @@ def run_probes(dialogues, columns: list[ModelColumns], n: int, seed: int) -> dic
         return {name: values for column in columns for name, values in column(contexts, responses).items()}
 
     gold = all_columns([case["gold"] for case in cases])
-    results = {}
+    results, counts = {}, {}
     for probe in PROBES:
-        variant = all_columns([case[probe] for case in cases])
-        results[probe] = {name: float(np.mean(gold[name] > variant[name])) for name in gold if "calibrated" not in name}
-    return {"n": len(cases), "seed": seed, "accuracy": results, "examples": cases[:3]}
+        # A probe that does not apply to a case (None: no pronoun to swap, one word to truncate) leaves it out.
+        kept = [i for i, case in enumerate(cases) if case[probe] is not None]
+        counts[probe] = len(kept)
+        if not kept:
+            continue
+        variant = {
+            name: values
+            for column in columns
+            for name, values in column([contexts[i] for i in kept], [cases[i][probe] for i in kept]).items()
+        }
+        results[probe] = {
+            name: float(np.mean(gold[name][kept] > variant[name])) for name in gold if "calibrated" not in name
+        }
+    return {"n": len(cases), "n_per_probe": counts, "seed": seed, "accuracy": results, "examples": cases[:3]}
 
 
 def plot_scatter(name: str, human, metric, path: Path, label: str) -> None:
@@ -173,10 +189,11 @@ def markdown(report: dict) -> str:
         "",
         "Pearson r / Spearman rho (x100) with human ratings. `paper`: ground-truth rows dropped;",
         "Zhao sets use the MAD-filtered rating and their last 80 % of rows. `full`: every row.",
+        "`dev` (if asked for): the Zhao sets' first 20 % of rows, filtered and rated as in `paper`.",
         "The `paper DEnsity` column is the published value (bert-base, trained), not a measurement.",
         "",
     ]
-    for protocol in PROTOCOLS:
+    for protocol in report.get("protocols", DEFAULT_PROTOCOLS):
         lines += [
             f"## Protocol: {protocol}",
             "",
@@ -184,6 +201,8 @@ def markdown(report: dict) -> str:
             "| --- | --- | --- | --- | --- | --- |",
         ]
         for name, result in report["sets"].items():
+            if protocol not in result:  # not defined for this set (dev: only the Zhao sets)
+                continue
             paper = PAPER_DENSITY.get(name, {})
             published = f"{paper.get('pearson', '–')} / {paper.get('spearman', '–')}" if paper else ""
             for metric, c in result[protocol].items():
@@ -196,13 +215,19 @@ def markdown(report: dict) -> str:
     lines += [
         f"## Robustness probes (DailyDialog test, {probes['n']} cases, seed {probes['seed']})",
         "",
-        "Share of cases where the gold response outscores the variant.",
+        "Share of cases where the gold response outscores the variant; a probe that does not apply",
+        "to a case (no pronoun to swap, a one-word gold to truncate) leaves it out.",
         "",
     ]
     metrics = list(next(iter(probes["accuracy"].values())))
     lines += ["| probe | " + " | ".join(metrics) + " |", "| --- |" + " --- |" * len(metrics)]
     for probe, accuracy in probes["accuracy"].items():
-        lines.append(f"| {probe} | " + " | ".join(f"{accuracy[m]:.3f}" for m in metrics) + " |")
+        shown = (
+            probe
+            if probes.get("n_per_probe", {}).get(probe, probes["n"]) == probes["n"]
+            else (f"{probe} ({probes['n_per_probe'][probe]} cases)")
+        )
+        lines.append(f"| {shown} | " + " | ".join(f"{accuracy[m]:.3f}" for m in metrics) + " |")
     lines += ["", "## Figures", ""] + [f"![{p}]({p})" for p in report["figures"]]
     return "\n".join(lines) + "\n"
 
@@ -225,6 +250,13 @@ def main(argv=None) -> None:
         "--sets", nargs="*", default=None, help="only these sets (file names without .normalized.jsonl)"
     )
     parser.add_argument("--limit", type=int, default=0, help="first N rows per set (for quick trials)")
+    parser.add_argument(
+        "--protocols",
+        nargs="+",
+        choices=PROTOCOLS,
+        default=list(DEFAULT_PROTOCOLS),
+        help="protocols to report (default: full paper); 'dev' (the Zhao sets' first 20 %%) only for the sets that have it",
+    )
     parser.add_argument("--no-facts", action="store_true", help="do not put persona/fact lines in front of contexts")
     parser.add_argument("--probes", type=int, default=500)
     parser.add_argument("--histogram-pairs", type=int, default=1000)
@@ -256,6 +288,7 @@ def main(argv=None) -> None:
         "date": datetime.date.today().isoformat(),
         "command": "python -m benchmarks.human_correlation " + " ".join(argv or __import__("sys").argv[1:]),
         "with_facts": not args.no_facts,
+        "protocols": list(dict.fromkeys(args.protocols)),
         "sets": {},
         "figures": [],
         "notes": [],
@@ -270,9 +303,9 @@ def main(argv=None) -> None:
     for judgments in sets:
         logger.info("scoring %s (%d rows)", judgments.name, len(judgments.rows))
         if judgments.level == "dialogue":
-            report["sets"][judgments.name] = evaluate_dialogue_set(judgments, scorer)
+            report["sets"][judgments.name] = evaluate_dialogue_set(judgments, scorer, args.protocols)
             continue
-        result = evaluate_turn_set(judgments, columns, with_facts=not args.no_facts)
+        result = evaluate_turn_set(judgments, columns, with_facts=not args.no_facts, protocols=args.protocols)
         figure = f"scatter_{judgments.name}.png"
         plot_scatter(
             judgments.name, result.pop("_human"), result["_values"]["DEnsity"], args.out / figure, "DEnsity s(r)"

@@ -8,13 +8,26 @@ below the gold. All are seeded.
 - ``speaker_confused``: the last context turn prepended to the gold (one speaker says both).
 - ``echo``: the last context turn repeated verbatim as the response.
 - ``shuffled``: the gold's words in a random order.
+- ``pronoun_swap``: the gold told from the other side: first and second person exchanged
+  ("I like my job" -> "you like your job"). ``None`` where the gold has no such pronoun.
+- ``truncated``: the gold cut off mid-sentence after its first 40-60 % of words (at least one
+  word gone). ``None`` for golds of a single word.
+
+The last two have no counterpart among the training negatives (``train/negatives.py``): they
+test what training never showed. This module shares no code with ``train/`` (a test checks it),
+so the probes stay an independent check of what training teaches.
+
+A probe that does not apply to a case is ``None`` there, and that case is left out of the
+probe's accuracy. ``make_probes`` draws the new probes' randomness from its own generator, so
+the earlier probes' values are the same as before they were added, for the same seed.
 """
 
 from __future__ import annotations
 
 import random
+import re
 
-PROBES = ("random", "repetition", "speaker_confused", "echo", "shuffled")
+PROBES = ("random", "repetition", "speaker_confused", "echo", "shuffled", "pronoun_swap", "truncated")
 
 
 def repetition(response: str) -> str:
@@ -38,12 +51,110 @@ def shuffled(response: str, rng: random.Random) -> str:
     return " ".join(words)
 
 
+# Person swaps, keyed by the lowercased token. "you" is settled by its position (see _you).
+_SWAPS = {
+    "i": "you",
+    "me": "you",
+    "my": "your",
+    "mine": "yours",
+    "myself": "yourself",
+    "your": "my",
+    "yours": "mine",
+    "yourself": "myself",
+}
+# Contractions written as one token, with a straight or a curly apostrophe.
+_CONTRACTION = re.compile(r"^(i|you)(['’])(m|re|ve|ll|d)$", re.IGNORECASE)
+# Tokens after which "you" is the subject ("and you are", "do you know", "? you"), so becomes "I".
+_SUBJECT_CUES = {
+    "and", "but", "so", "or", "because", "if", "when", "that", "what", "where", "how", "why", "than", "as",
+    "do", "did", "does", "can", "could", "will", "would", "should", "shall", "may", "might", "must",
+    "are", "were", "have", "had", "has", "am", "was", "is", "then", "think", "hope", "know", "guess",
+}  # fmt: skip
+# Verb forms that follow the swapped subject: "I am" <-> "you are", "I was" <-> "you were".
+_AGREEMENT = {("i", "am"): "are", ("you", "are"): "am", ("i", "was"): "were", ("you", "were"): "was"}
+
+
+def _cased(tokens: list[str], at: int, target: str) -> str:
+    """``target`` in the case of ``tokens[at]``: "I" stays capital; what replaces "I" is capitalised
+    only at the start of a sentence."""
+    if target == "I" or target.startswith(("I'", "I\u2019")):
+        return target
+    source = tokens[at]
+    if source == "I" or source.startswith(("I'", "I\u2019")):
+        capital = at == 0 or tokens[at - 1][-1:] in (".", "!", "?")
+    else:
+        capital = source[:1].isupper()
+    return target[:1].upper() + target[1:] if capital else target
+
+
+def _you(tokens: list[str], at: int) -> str:
+    """ "I" where "you" is a subject (start, after punctuation, a conjunction or an auxiliary), else "me"."""
+    before = tokens[at - 1].lower() if at else ""
+    after = tokens[at + 1].lower() if at + 1 < len(tokens) else ""
+    if not before or not any(ch.isalnum() for ch in before) or before in _SUBJECT_CUES:
+        return "I"
+    return "I" if after in {"are", "were", "have", "will", "can", "do", "know", "think", "want", "need"} else "me"
+
+
+def pronoun_swap(response: str) -> str | None:
+    """``response`` with first and second person pronouns exchanged, verbs agreeing; ``None`` if none occurs."""
+    tokens = response.split()
+    out = list(tokens)
+    subjects = {}  # position of a swapped subject pronoun -> what it became ("i" or "you")
+    for at, token in enumerate(tokens):
+        low = token.lower()
+        contraction = _CONTRACTION.match(token)
+        if contraction:
+            person, apostrophe, tail = contraction.groups()
+            if person.lower() == "i":
+                new_person, new_tail = "you", {"m": "re"}.get(tail.lower(), tail)
+            else:
+                new_person, new_tail = "I", {"re": "m"}.get(tail.lower(), tail)
+            out[at] = _cased(tokens, at, new_person) + apostrophe + new_tail
+        elif low == "you":
+            out[at] = _cased(tokens, at, _you(tokens, at))
+            if out[at] == "I":
+                subjects[at] = "i"
+        elif low in _SWAPS:
+            out[at] = _cased(tokens, at, _SWAPS[low])
+            if low == "i":
+                subjects[at] = "you"
+    if out == tokens:
+        return None
+    for at, became in subjects.items():
+        # "I ' m" / "I ’ m" written as three tokens
+        if at + 2 < len(tokens) and tokens[at + 1] in ("'", "’") and tokens[at + 2].lower() in ("m", "re"):
+            out[at + 2] = "re" if became == "you" else "m"
+        # the verb after the subject ("I am" -> "you are") or before it ("are you" -> "am I")
+        for near in (at + 1, at - 1):
+            if 0 <= near < len(tokens):
+                old_person = "you" if became == "i" else "i"
+                verb = _AGREEMENT.get((old_person, tokens[near].lower()))
+                if verb:
+                    out[near] = _cased(tokens, near, verb)
+    return " ".join(out)
+
+
+def truncated(response: str, rng: random.Random) -> str | None:
+    """``response`` cut right after its first 40-60 % of words (tokens with a letter or digit),
+    keeping at least one word and losing at least one; ``None`` if it has fewer than two words."""
+    tokens = response.split()
+    word_ends = [at + 1 for at, token in enumerate(tokens) if any(ch.isalnum() for ch in token)]
+    if len(word_ends) < 2:
+        return None
+    keep = min(max(round(rng.uniform(0.4, 0.6) * len(word_ends)), 1), len(word_ends) - 1)
+    return " ".join(tokens[: word_ends[keep - 1]])
+
+
 def make_probes(dialogues: list[list[str]], n: int, seed: int = 0) -> list[dict]:
     """``n`` probe cases from ``dialogues`` (lists of turns), each with every probe variant.
 
-    Returns dicts with ``context``, ``gold`` and one key per probe in :data:`PROBES`.
+    Returns dicts with ``context``, ``gold`` and one key per probe in :data:`PROBES` (``None``
+    where a probe does not apply). ``pronoun_swap`` and ``truncated`` draw from a generator of
+    their own, so the other probes' values do not depend on them.
     """
     rng = random.Random(seed)
+    rng_new = random.Random(f"probes-added-later:{seed}")
     positions = [(d, i) for d, turns in enumerate(dialogues) for i in range(1, len(turns))]
     cases = []
     for d, i in rng.sample(positions, min(n, len(positions))):
@@ -60,6 +171,8 @@ def make_probes(dialogues: list[list[str]], n: int, seed: int = 0) -> list[dict]
                 "speaker_confused": speaker_confused(context, gold),
                 "echo": echo(context),
                 "shuffled": shuffled(gold, rng),
+                "pronoun_swap": pronoun_swap(gold),
+                "truncated": truncated(gold, rng_new),
             }
         )
     return cases

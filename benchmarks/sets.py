@@ -4,6 +4,10 @@
 - ``paper``: the DEnsity paper's protocol: ground-truth rows dropped; for the Zhao sets
   the MAD-filtered rating (``score_density``) and only the last 80 % of rows (the first
   20 % were the authors' validation part).
+- ``dev``: that validation part: the first 20 % of a Zhao set's rows, with the same filtering
+  and rating as ``paper``, for choosing among checkpoints without touching ``paper``'s rows.
+  ``dev`` and ``paper`` partition a Zhao set's non-ground-truth rows. Sets without such a
+  split (every set but the ``*_zhao`` ones) have no ``dev`` protocol (:func:`has_protocol`).
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from pathlib import Path
 import numpy as np
 
 GROUND_TRUTH = re.compile(r"ground.?truth", re.IGNORECASE)
-PROTOCOLS = ("full", "paper")
+PROTOCOLS = ("full", "paper", "dev")
+# Sets whose name ends so have the authors' validation/test split (first 20 % / last 80 % of rows).
+SPLIT_SUFFIX = "_zhao"
 # DEnsity's published numbers (x100), for a clearly labelled reference column only.
 PAPER_DENSITY = {
     "dailydialog_zhao": {"pearson": 56.81, "spearman": 57.03},
@@ -61,17 +67,32 @@ def is_ground_truth(row: dict) -> bool:
     return bool(GROUND_TRUTH.search(str(row.get("system") or "")))
 
 
+def has_protocol(judgments: JudgmentSet | str, protocol: str) -> bool:
+    """Whether ``protocol`` is defined for the set: ``dev`` only for sets with the authors' split."""
+    name = judgments if isinstance(judgments, str) else judgments.name
+    return protocol != "dev" or name.endswith(SPLIT_SUFFIX)
+
+
 def apply_protocol(judgments: JudgmentSet, protocol: str) -> tuple[np.ndarray, np.ndarray]:
-    """Indices of the rows kept under ``protocol`` and their human scores (see the module docstring)."""
+    """Indices of the rows kept under ``protocol`` and their human scores (see the module docstring).
+
+    Raises ValueError for an unknown protocol, or ``dev`` on a set without a validation split.
+    """
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+    if not has_protocol(judgments, protocol):
+        raise ValueError(
+            f"protocol {protocol!r} is not defined for {judgments.name}: it has no validation split "
+            f"(only the *{SPLIT_SUFFIX} sets have one)"
+        )
     rows = judgments.rows
     index = np.arange(len(rows))
     if protocol == "full":
         return index, np.array([row["score"] for row in rows], dtype=float)
     key = "score"
-    if judgments.name.endswith("_zhao"):
-        index, key = index[len(rows) - int(len(rows) * 0.8) :], "score_density"
+    if judgments.name.endswith(SPLIT_SUFFIX):
+        test_start = len(rows) - int(len(rows) * 0.8)
+        index, key = (index[test_start:] if protocol == "paper" else index[:test_start]), "score_density"
     index = np.array([i for i in index if not is_ground_truth(rows[i])], dtype=int)
     return index, np.array([rows[i][key] for i in index], dtype=float)
 

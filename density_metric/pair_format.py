@@ -15,6 +15,25 @@ authors' code.
 Truncation keeps the most recent context: the response keeps its first
 ``max_response_length`` tokens, then the context is cut from the *left* so that the
 whole input holds at most ``max_length`` tokens.
+
+Two layouts (``layout``):
+
+- ``paper`` (the published method, the default): one row per pair, as above; the feature
+  g(c, r) is the final-layer state of the first token.
+- ``shared-context``: one row per context, read once, then one block per candidate::
+
+      [CLS] context [SEP] | [CLS] response_1 [SEP] | [CLS] response_2 [SEP] | ...
+
+  Context tokens attend to the context only; a block's tokens attend to the context and to
+  their own block, never to another candidate; positions restart after the context for every
+  block, so each candidate sits where it would sit alone, and a row of k candidates gives each
+  the feature a row of that candidate alone gives. The feature is the final-layer state of the
+  block's first token. The context keeps at most ``max_length - max_response_length - 4`` of
+  its most recent tokens whatever the candidates' lengths (so truncation cannot depend on the
+  other candidates), and position ids never exceed ``max_length - 1``. The tokenizer's pair
+  template has no notion of several candidates, so this layout is built here from its special
+  tokens: its leading ones open the context and every block, its middle ones close the context
+  and its trailing ones close every block.
 """
 
 from __future__ import annotations
@@ -25,6 +44,24 @@ from dataclasses import asdict, dataclass, replace
 # The fewest special tokens a pair template adds ([CLS] a [SEP] b [SEP]); the response cap
 # must leave room for them. The tokenizer's real count is checked when encoding.
 MIN_SPECIAL_TOKENS = 3
+LAYOUTS = ("paper", "shared-context")
+
+
+@dataclass(frozen=True)
+class PackedRow:
+    """One encoder row and where its candidates' features are read.
+
+    Attributes:
+        ids: token ids of the row.
+        positions: position id of every token (None: 0, 1, 2, ..., the model's default).
+        segments: per token, 0 for the context and j for candidate j (None: one pair, full attention).
+        features: for each candidate of the row, the index of its feature token.
+    """
+
+    ids: list[int]
+    positions: list[int] | None
+    segments: list[int] | None
+    features: list[int]
 
 
 def join_context(turns: Sequence[str], turn_separator: str) -> str:
@@ -69,13 +106,18 @@ class PairFormat:
         turn_separator: token put between context turns.
         max_length: most tokens per pair, special tokens included.
         max_response_length: most response tokens; the rest of the response is dropped.
+        layout: ``"paper"`` (one row per pair, the published method) or ``"shared-context"``
+            (one row per context with a block per candidate; see the module docstring).
     """
 
     turn_separator: str = "[SEP]"
     max_length: int = 256
     max_response_length: int = 128
+    layout: str = "paper"
 
     def __post_init__(self):
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
         if not isinstance(self.turn_separator, str) or not self.turn_separator.strip():
             raise ValueError(f"turn_separator must be a non-empty string, got {self.turn_separator!r}")
         for name in ("max_length", "max_response_length"):
@@ -90,15 +132,17 @@ class PairFormat:
                 f"with max_length={self.max_length}"
             )
 
-    FIELDS = ("turn_separator", "max_length", "max_response_length")
+    FIELDS = ("turn_separator", "max_length", "max_response_length", "layout")
+    # Fields a stored format may leave out, and what they were before they existed.
+    OPTIONAL = {"layout": "paper"}
 
     @classmethod
     def from_dict(cls, data: dict) -> PairFormat:
         """The pair format from a mapping that holds (at least) its fields."""
-        missing = [name for name in cls.FIELDS if name not in data]
+        missing = [name for name in cls.FIELDS if name not in data and name not in cls.OPTIONAL]
         if missing:
             raise ValueError(f"missing field(s) {', '.join(map(repr, missing))}")
-        return cls(**{name: data[name] for name in cls.FIELDS})
+        return cls(**{name: data.get(name, cls.OPTIONAL.get(name)) for name in cls.FIELDS})
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -114,7 +158,7 @@ class PairFormat:
         return tokenizer.convert_tokens_to_ids(self.turn_separator) not in (None, tokenizer.unk_token_id)
 
     def encode(self, tokenizer, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> list[list[int]]:
-        """Token ids of every pair, each at most ``max_length`` long.
+        """Token ids of every pair in the ``paper`` layout, each at most ``max_length`` long.
 
         Args:
             tokenizer: a fast tokenizer with a pair template (BERT-style).
@@ -148,6 +192,51 @@ class PairFormat:
             encoded.append([*before, *kept_context, *between, *kept_response, *after])
             cut.append(len(kept_response) < len(response) or len(kept_context) < len(context))
         return encoded, cut
+
+    def encode_rows(
+        self, tokenizer, contexts: Sequence[Sequence[str]], candidates: Sequence[Sequence[str]]
+    ) -> list[PackedRow]:
+        """Encoder rows for each context with its candidates, in this format's layout.
+
+        ``paper``: one row per (context, candidate), context after context; ``shared-context``:
+        one row per context holding all its candidates. Either way the rows' ``features`` list
+        the candidates in input order.
+
+        Args:
+            contexts: n lists of turns, oldest first.
+            candidates: n lists of responses, one list per context.
+        """
+        if self.layout == "paper":
+            flat_contexts = [context for context, group in zip(contexts, candidates) for _ in group]
+            flat = [response for group in candidates for response in group]
+            return [PackedRow(ids, None, None, [0]) for ids in self.encode(tokenizer, flat_contexts, flat)]
+        before, between, after = special_token_layout(tokenizer)
+        if not before:
+            name = type(tokenizer).__name__
+            raise ValueError(f"layout 'shared-context' needs a pair template that opens with a token; {name} has none")
+        block_specials = len(before) + len(after)
+        context_budget = self.max_length - self.max_response_length - block_specials - len(before) - len(between)
+        if context_budget < 0:
+            raise ValueError(
+                f"max_response_length={self.max_response_length} leaves no room in max_length={self.max_length}"
+            )
+        context_ids = tokenizer(
+            [join_context(turns, self.turn_separator) for turns in contexts], add_special_tokens=False, verbose=False
+        )["input_ids"]
+        flat = [response.strip() for group in candidates for response in group]
+        response_ids = iter(tokenizer(flat, add_special_tokens=False, verbose=False)["input_ids"]) if flat else iter(())
+        rows = []
+        for context, group in zip(context_ids, candidates):
+            head = [*before, *context[max(len(context) - context_budget, 0) :], *between]
+            ids, positions, segments, features = list(head), list(range(len(head))), [0] * len(head), []
+            for block, _ in enumerate(group, start=1):
+                tokens = [*before, *next(response_ids)[: self.max_response_length], *after]
+                features.append(len(ids))
+                ids += tokens
+                positions += range(len(head), len(head) + len(tokens))
+                segments += [block] * len(tokens)
+            rows.append(PackedRow(ids, positions, segments, features))
+        return rows
 
 
 def encode_pairs(

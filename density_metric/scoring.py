@@ -148,6 +148,26 @@ class DensityScorer:
         weight, bias = self.checkpoint.head
         return np.asarray(features, dtype=np.float64) @ weight + bias
 
+    def rank(self, context: Sequence[str] | str, candidates: Sequence[str]) -> DensityResult:
+        """Score many candidate responses to one context; the scores equal :meth:`score`'s.
+
+        With a shared-context checkpoint the context is read once for up to 32 candidates
+        (``Encoder.candidate_features``), so ranking k candidates costs little more than one
+        pair; with the paper's layout every candidate is its own pair.
+
+        Args:
+            context: the turns before the responses, oldest first (a string is one turn).
+            candidates: k strings.
+
+        Returns:
+            The k candidates' scores, in input order; ``np.argsort(-result.scores)`` ranks them.
+        """
+        if isinstance(candidates, (str, bytes)) or not hasattr(candidates, "__len__"):
+            raise ValueError(f"candidates must be a list of strings, got {type(candidates).__name__}")
+        contexts, responses = check_pairs([context] * len(candidates), candidates)
+        features = self.encoder.candidate_features(contexts[0], responses, self.batch_size)
+        return self.result(self.stats.distances(features))
+
     def result(self, distances: np.ndarray) -> DensityResult:
         """Raw and calibrated scores from distances."""
         return DensityResult(-distances, calibrate(distances, self.stats.quantiles), self.signature)

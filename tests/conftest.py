@@ -12,12 +12,11 @@ from density_metric.pair_format import PairFormat
 from .tiny import build_tiny_encoder, synthetic_pairs
 
 
-@pytest.fixture(scope="session")
-def tiny_checkpoint(tmp_path_factory):
-    """A complete DEnsity checkpoint directory with a tiny random encoder and fitted statistics."""
-    directory = tmp_path_factory.mktemp("tiny_checkpoint")
+def build_tiny_checkpoint(directory, pair_format: PairFormat):
+    """A complete DEnsity checkpoint in ``directory / "checkpoint"``: a tiny random encoder, and the
+    Gaussian of its features in ``pair_format``, calibrated on held-out synthetic pairs."""
     model, tokenizer = build_tiny_encoder(directory / "encoder_src")
-    config = DensityConfig(pair_format=PairFormat(max_length=64, max_response_length=24), name="tiny-test")
+    config = DensityConfig(pair_format=pair_format, name="tiny-test")
     model.save_pretrained(directory / "encoder_src")
     tokenizer.save_pretrained(directory / "encoder_src")
     encoder = Encoder.load(directory / "encoder_src", config.pair_format, device="cpu", dtype="float32")
@@ -31,6 +30,21 @@ def tiny_checkpoint(tmp_path_factory):
         out, stats, config, model=encoder.model, tokenizer=encoder.tokenizer, card="# tiny test checkpoint\n"
     )
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory):
+    """A complete DEnsity checkpoint directory with a tiny random encoder, in the paper's layout."""
+    return build_tiny_checkpoint(
+        tmp_path_factory.mktemp("tiny_checkpoint"), PairFormat(max_length=64, max_response_length=24)
+    )
+
+
+@pytest.fixture(scope="session")
+def tiny_shared_checkpoint(tmp_path_factory):
+    """The same tiny encoder with its Gaussian fitted in the shared-context layout."""
+    pair_format = PairFormat(max_length=64, max_response_length=24, layout="shared-context")
+    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny_shared_checkpoint"), pair_format)
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from train.corpora import load_convai2, load_dailydialog, load_hub_dialogues, load_jsonl_dialogues, response_pairs
+from train.corpora import (
+    load_convai2,
+    load_dailydialog,
+    load_hub_dialogues,
+    load_jsonl_dialogues,
+    response_pairs,
+    response_pairs_with_dialogues,
+)
 from train.data import SelectionData, epoch_negatives
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -33,6 +40,21 @@ def test_convai2_persona_is_prefix_and_only_self_turns_are_responses(tmp_path):
         "what breed ?",
     ]
     assert contexts[2] == ["your persona: i sing.", "hello"]
+
+
+def test_pairs_with_dialogues_add_each_pairs_turns_and_gold_index_without_the_prefix(tmp_path):
+    (tmp_path / "c.txt").write_text(CONVAI2)
+    corpus = load_convai2(tmp_path / "c.txt")
+    contexts, responses, turns, indices = response_pairs_with_dialogues(corpus)
+    assert (contexts, responses) == response_pairs(corpus)
+    assert indices == [1, 3, 1]
+    assert turns[0] == ["hi how are you ?", "good , just walked my dog .", "what breed ?", "a poodle ."]
+    assert turns[0] is turns[1]  # one list per dialogue
+    assert all(t[i] == r for t, i, r in zip(turns, indices, responses))
+    plain = response_pairs_with_dialogues([["a", "b", "c"]])
+    assert plain == ([["a"], ["a", "b"]], ["b", "c"], [["a", "b", "c"], ["a", "b", "c"]], [1, 2])
+    data = SelectionData.from_pairs(*response_pairs_with_dialogues(corpus))
+    assert data.pool == SelectionData.from_pairs(*response_pairs(corpus)).pool and data.turn_indices == indices
 
 
 def test_malformed_convai2_line_names_file_and_line(tmp_path):

@@ -11,8 +11,8 @@ from safetensors.numpy import save_file
 from scipy.stats import pearsonr, spearmanr
 
 from benchmarks.human_correlation import correlation, main
-from benchmarks.probes import echo, make_probes, repetition, shuffled, speaker_confused
-from benchmarks.sets import JudgmentSet, apply_protocol, context_of, mad_filtered_mean
+from benchmarks.probes import PROBES, echo, make_probes, repetition, shuffled, speaker_confused
+from benchmarks.sets import JudgmentSet, apply_protocol, context_of, has_protocol, load_sets, mad_filtered_mean
 from density_metric.checkpoint_format import HEAD_FILE
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -55,6 +55,41 @@ def test_paper_protocol_elsewhere_only_drops_ground_truth_and_full_keeps_all():
     index, human = apply_protocol(judgments, "paper")
     assert index.tolist() == [0, 2, 4, 5] and human.tolist() == [0.0, 2.0, 4.0, 5.0]
     assert apply_protocol(judgments, "full")[0].tolist() == list(range(6))
+
+
+def test_dev_protocol_on_a_zhao_set_keeps_first_20_percent_without_ground_truth():
+    judgments = JudgmentSet("toy_zhao", rows(10, ground_truth_at={0, 5}))
+    index, human = apply_protocol(judgments, "dev")
+    assert index.tolist() == [1] and human.tolist() == [0.1]  # rows 0-1; row 0 is ground truth
+    judgments = JudgmentSet("toy_zhao", rows(11, ground_truth_at=set()))
+    dev, paper = apply_protocol(judgments, "dev")[0], apply_protocol(judgments, "paper")[0]
+    assert dev.tolist() == [0, 1, 2] and paper.tolist() == list(range(3, 11))  # int(11 * 0.8) = 8 test rows
+
+
+def test_dev_protocol_is_not_defined_for_sets_without_a_split():
+    judgments = JudgmentSet("toy_usr", rows(6, ground_truth_at={3}))
+    assert not has_protocol(judgments, "dev") and has_protocol(judgments, "paper")
+    with pytest.raises(ValueError, match="'dev' is not defined for toy_usr"):
+        apply_protocol(judgments, "dev")
+    with pytest.raises(ValueError, match="protocol must be one of"):
+        apply_protocol(judgments, "test")
+
+
+@pytest.mark.skipif(not (DATA / "zhao2020").is_dir(), reason="shared data not beside the checkout")
+def test_dev_and_paper_partition_the_non_ground_truth_rows_of_the_zhao_sets():
+    sets = load_sets(DATA, ["dailydialog_zhao", "personachat_zhao"])
+    assert {judgments.name for judgments in sets} == {"dailydialog_zhao", "personachat_zhao"}
+    for judgments in sets:
+        dev, dev_human = apply_protocol(judgments, "dev")
+        paper, _ = apply_protocol(judgments, "paper")
+        kept = [i for i, row in enumerate(judgments.rows) if not written_as_ground_truth(row)]
+        assert not set(dev) & set(paper) and sorted([*dev, *paper]) == kept
+        assert dev.max() < paper.min() and len(dev) > 0.15 * len(kept)
+        assert dev_human.tolist() == [judgments.rows[i]["score_density"] for i in dev]
+
+
+def written_as_ground_truth(row):  # the rule read again here rather than imported
+    return "ground" in str(row.get("system") or "").lower() and "truth" in str(row.get("system") or "").lower()
 
 
 @pytest.mark.parametrize(
@@ -130,6 +165,10 @@ def test_whole_command_on_a_small_slice_writes_table_json_and_figures(tiny_check
             "30",
             "--dtype",
             "float32",
+            "--protocols",
+            "full",
+            "paper",
+            "dev",
             "--out",
             str(tmp_path),
         ]
@@ -153,8 +192,13 @@ def test_whole_command_on_a_small_slice_writes_table_json_and_figures(tiny_check
     assert {"BLEU-2", "ROUGE-L", "untuned DEnsity", "f(c,r) classifier"} <= set(zhao["full"])
     assert "f(c,r) classifier" in report["probes"]["accuracy"]["random"]
     assert "DEnsity dialogue (mean)" in report["sets"]["fed_dialogue"]["full"]
-    assert set(report["probes"]["accuracy"]) == {"random", "repetition", "speaker_confused", "echo", "shuffled"}
+    assert set(report["probes"]["accuracy"]) == set(PROBES)
+    assert report["probes"]["n_per_probe"]["pronoun_swap"] <= report["probes"]["n"]
+    assert "dev" in zhao and zhao["dev"]["DEnsity"]["n"] + zhao["paper"]["DEnsity"]["n"] <= 60
+    assert "dev" not in report["sets"]["convai2_usr"] and "dev" not in report["sets"]["fed_dialogue"]
     for figure in report["figures"]:
         assert (tmp_path / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = (tmp_path / "human_correlation.md").read_text()
     assert "## Protocol: paper" in table and "| dailydialog_zhao | 60 |" in table
+    dev_section = table.split("## Protocol: dev")[1].split("## ")[0]
+    assert "dailydialog_zhao" in dev_section and "convai2_usr" not in dev_section

@@ -188,3 +188,12 @@ def test_scores_under_the_default_dtype_do_not_depend_on_the_batch(tiny_checkpoi
     np.testing.assert_allclose(scorer.score(contexts[::-1], responses[::-1]).scores[::-1], reference, rtol=1e-5)
     split = np.concatenate([scorer.score(contexts[i : i + 30], responses[i : i + 30]).scores for i in range(0, 80, 30)])
     np.testing.assert_allclose(split, reference, rtol=1e-5)
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/cpuinfo"), reason="reads Linux CPU flags")
+def test_native_bf16_means_bf16_instructions_in_the_cpu_flags():
+    """Not oneDNN's bf16 support, which plain AVX512 (emulated, 4x slower than float32 here) also claims."""
+    from density_metric.features import cpu_has_native_bf16
+
+    flags = set(open("/proc/cpuinfo", encoding="utf-8").read().split())
+    assert cpu_has_native_bf16() == bool(flags & {"avx512_bf16", "amx_bf16"})

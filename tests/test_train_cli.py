@@ -16,7 +16,11 @@ def test_train_flags_default_to_the_recipes_defaults(tmp_path):
     defaults = TrainConfig()
     for field in dataclasses.fields(TrainConfig):
         if field.name == "pair_format":
-            assert PairFormat(args.turn_separator, args.max_length, args.max_response_length) == defaults.pair_format
+            assert PairFormat(args.turn_separator, args.max_length, args.max_response_length, args.layout) == (
+                defaults.pair_format
+            )
+        elif field.name == "feature_only_last_layer":
+            assert (not args.full_last_layer) == defaults.feature_only_last_layer
         else:
             assert getattr(args, field.name) == getattr(defaults, field.name), field.name
 

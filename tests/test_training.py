@@ -14,9 +14,9 @@ import torch
 from safetensors.torch import load_file
 
 from density_metric.pair_format import PairFormat
-from train.corpora import response_pairs
+from train.corpora import response_pairs, response_pairs_with_dialogues
 from train.data import SelectionData
-from train.loop import TrainConfig, Trainer
+from train.loop import TrainConfig, Trainer, _encode_groups
 
 from .tiny import WORDS, build_tiny_encoder
 
@@ -67,6 +67,14 @@ def data():
     )
 
 
+def dialogue_data():
+    """data() with each pair's dialogue kept, for same-dialogue negatives."""
+    return tuple(
+        SelectionData.from_pairs(*response_pairs_with_dialogues(synthetic_dialogues(n, seed)))
+        for n, seed in ((40, 0), (10, 1))
+    )
+
+
 def read_log(out):
     return [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
 
@@ -95,9 +103,20 @@ def test_training_fits_a_small_training_set(backbone, tmp_path):
     assert [r for r in log if r["type"] == "eval"][-1]["recall_at_1"] == 1.0
 
 
-def test_interrupted_run_resumes_in_a_new_trainer_to_the_same_weights(backbone, tmp_path):
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {
+            "pair_format": PairFormat(max_length=48, max_response_length=16, layout="shared-context"),
+            "length_buckets": 2,
+        },
+    ],
+    ids=["paper", "shared-context-length-buckets"],
+)
+def test_interrupted_run_resumes_in_a_new_trainer_to_the_same_weights(backbone, tmp_path, overrides):
     train, valid = data()
-    config = config_for(backbone)
+    config = config_for(backbone, **overrides)
     Trainer(config, train, valid, tmp_path / "straight").train()
     Trainer(config, train, valid, tmp_path / "resumed").train(stop_after_steps=4)  # mid-epoch 1
     Trainer(config, train, valid, tmp_path / "resumed").train(stop_after_steps=5)  # into epoch 2
@@ -269,3 +288,114 @@ def test_fit_with_float16_weights_fits_the_gaussian_to_the_weights_it_ships(back
         np.abs(unrounded.features(contexts, responses).astype(np.float64).mean(axis=0) - features.mean(axis=0)).max()
         > 1e-5
     )
+
+
+def test_feature_only_last_layer_gives_the_full_layers_loss_and_gradients(backbone):
+    """The training saving changes nothing in the math: same loss, same gradients (dropout off)."""
+    from train.loop import _encode_groups
+    from train.losses import selection_loss, supervised_contrastive_loss
+    from train.model import DensityModel
+
+    train, _ = data()
+    contexts, groups = train.contexts[:4], [[r, *n] for r, n in zip(train.responses[:4], train.negatives(3, 42))]
+    results = []
+    for layout in ("paper", "shared-context"):
+        pair_format = PairFormat(max_length=48, max_response_length=16, layout=layout)
+        for feature_only in (True, False):
+            torch.manual_seed(0)
+            model, tokenizer = DensityModel.load(backbone, pair_format, feature_only_last_layer=feature_only)
+            assert model.feature_only_last_layer is feature_only
+            model.train()  # the backbone fixture has dropout 0
+            features, logits = model(_encode_groups(tokenizer, TrainConfig(pair_format=pair_format), contexts, groups))
+            loss = selection_loss(logits, 4) + supervised_contrastive_loss(features, 4)
+            loss.backward()
+            grads = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
+            results.append((layout, loss.item(), grads))
+    for first, second in ((0, 1), (2, 3)):
+        assert results[first][1] == pytest.approx(results[second][1], rel=1e-5)
+        torch.testing.assert_close(results[first][2], results[second][2], rtol=1e-4, atol=1e-6)
+
+
+def test_epoch_batches_are_todays_slices_without_buckets_and_length_sorted_windows_with():
+    from train.loop import epoch_batches
+
+    n, size, seed = 103, 8, 7
+    plain = epoch_batches(n, size, seed)
+    order = np.random.default_rng(seed).permutation(n)
+    assert plain.tolist() == [order[i * size : (i + 1) * size].tolist() for i in range(n // size)]
+    lengths = np.random.default_rng(1).integers(1, 200, n)
+    bucketed = epoch_batches(n, size, seed, lengths, bucket_batches=4)
+    assert sorted(bucketed.flatten().tolist()) == sorted(plain.flatten().tolist())  # the same rows
+    spread = lambda batches: np.mean([np.ptp(lengths[b]) for b in batches])  # noqa: E731
+    assert spread(bucketed) < 0.5 * spread(plain)
+    assert np.array_equal(bucketed, epoch_batches(n, size, seed, lengths, bucket_batches=4))
+
+
+def test_attention_dropout_option_sets_every_self_attention(backbone):
+    from train.loop import set_attention_dropout
+    from train.model import DensityModel
+
+    model, _ = DensityModel.load(backbone)
+    set_attention_dropout(model.encoder, 0.3)  # the fixture's backbone has 0
+    probabilities = [m.dropout.p for n, m in model.encoder.named_modules() if n.endswith("attention.self")]
+    assert probabilities == [0.3] * model.encoder.config.num_hidden_layers
+    assert model.encoder.config.attention_probs_dropout_prob == 0.3
+
+
+MIX = "random:4,same-dialogue:1,echo:1,speaker:1,repeat:1,drop:1,shuffle:1"
+
+
+def test_trainer_logs_per_kind_aucs_and_dev_correlations_twice_per_epoch(backbone, tmp_path):
+    from train.validation import DevJudgments
+
+    train, valid = dialogue_data()
+    dev = DevJudgments(valid.contexts[:12], valid.responses[:12], np.linspace(0, 1, 12), "toy_dev")
+    config = config_for(backbone, epochs=1, evals_per_epoch=2, valid_fit_pairs=60, select_on="toy_dev_spearman")
+    Trainer(config, train, valid, tmp_path / "run", dev=dev).train()
+    evals = [record for record in read_log(tmp_path / "run") if record["type"] == "eval"]
+    assert [record["step"] for record in evals] == [3, 6]
+    for kind in ("random", "same-dialogue", "echo", "speaker", "repeat", "drop", "shuffle"):
+        assert 0 <= evals[0][f"auc_f/{kind}"] <= 1 and 0 <= evals[0][f"auc_density/{kind}"] <= 1
+    assert "auc_f/retrieved" not in evals[0]  # no index was given
+    assert all(-100 <= record["toy_dev_spearman"] <= 100 for record in evals)
+    assert (tmp_path / "run" / "best" / "model.safetensors").is_file()
+
+
+def test_a_run_with_hard_negatives_resumes_to_the_same_weights(backbone, tmp_path):
+    """Hard negatives are a function of (seed, epoch, row): a resumed run sees the same ones."""
+    train, valid = dialogue_data()
+    config = config_for(backbone, negatives=6, negative_mix=MIX, validation_kinds="")
+    Trainer(config, train, valid, tmp_path / "straight").train()
+    Trainer(config, train, valid, tmp_path / "resumed").train(stop_after_steps=4)
+    Trainer(config, train, valid, tmp_path / "resumed").train()
+    straight = load_file(str(tmp_path / "straight" / "state" / "model.safetensors"))
+    resumed = load_file(str(tmp_path / "resumed" / "state" / "model.safetensors"))
+    for name, tensor in straight.items():
+        torch.testing.assert_close(resumed[name], tensor, rtol=1e-5, atol=1e-6)
+
+
+def test_the_loss_with_hard_negatives_equals_a_naive_loop(backbone, tmp_path):
+    """Cross-entropy over 1 + N candidates (hard ones included) plus the contrastive term in
+    which every negative is a class of its own, recomputed pair by pair from the features."""
+    train, valid = dialogue_data()
+    trainer = Trainer(config_for(backbone, negatives=6, negative_mix=MIX, validation_kinds=""), train, valid, tmp_path)
+    rows = list(range(4))
+    drawn = trainer._draw(rows, epoch=0)
+    assert any(text in train.contexts[row] for row in rows for text in drawn[row])  # echoes are there
+    contexts = [train.contexts[i] for i in rows]
+    candidates = [[train.responses[i], *drawn[i]] for i in rows]
+    trainer.model.eval()
+    with torch.no_grad():
+        loss = trainer._micro_batch_loss(contexts, candidates).item()
+        features, logits = trainer.model(_encode_groups(trainer.tokenizer, trainer.config, contexts, candidates))
+    features, logits = features.double().numpy(), logits.double().numpy()
+    group = 7
+    ce = np.mean([np.log(np.exp(logits[g * group : (g + 1) * group]).sum()) - logits[g * group] for g in range(4)])
+    z = features / np.linalg.norm(features, axis=1, keepdims=True)
+    gold = [g * group for g in range(4)]
+    scl = []
+    for i in gold:
+        others = [a for a in range(len(z)) if a != i]
+        log_denominator = np.log(sum(np.exp(z[i] @ z[a] / 0.1) for a in others))
+        scl.append(-np.mean([z[i] @ z[p] / 0.1 - log_denominator for p in gold if p != i]))
+    assert loss == pytest.approx(ce + np.mean(scl), rel=1e-4)

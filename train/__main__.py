@@ -18,10 +18,17 @@ from pathlib import Path
 from density_metric.checkpoint_format import HEAD_FILE, DensityConfig, load_head, save_checkpoint
 from density_metric.features import Encoder
 from density_metric.gaussian import ESTIMATORS
-from density_metric.pair_format import PairFormat
+from density_metric.pair_format import LAYOUTS, PairFormat
 
 from .card import card_fields, render_card
-from .corpora import load_convai2, load_dailydialog, load_hub_dialogues, load_jsonl_dialogues, response_pairs
+from .corpora import (
+    load_convai2,
+    load_dailydialog,
+    load_hub_dialogues,
+    load_jsonl_dialogues,
+    response_pairs,
+    response_pairs_with_dialogues,
+)
 from .fit import accumulate_features, fit_from_moments, load_moments, save_moments
 from .losses import CONTRASTIVE_AVERAGES
 from .model import BACKBONE_ALIASES, backbone_path
@@ -31,8 +38,9 @@ logger = logging.getLogger("train")
 WEIGHT_DTYPES = ("float32", "float16")
 
 
-def load_corpus(args) -> tuple:
-    """(train pairs, validation pairs) of the chosen corpus."""
+def load_corpus(args, with_dialogues: bool = False) -> tuple:
+    """(train pairs, validation pairs) of the chosen corpus: (contexts, responses) each, or with
+    ``with_dialogues`` also each pair's dialogue turns and gold index (for same-dialogue negatives)."""
     needed = {
         "dailydialog": ["data_dir"],
         "convai2": ["train_file", "valid_file"],
@@ -50,7 +58,7 @@ def load_corpus(args) -> tuple:
         splits = [load_jsonl_dialogues(args.train_file), load_jsonl_dialogues(args.valid_file)]
     else:
         splits = [load_hub_dialogues(args.hub_id, split) for split in ("train", "validation")]
-    pairs = [response_pairs(split) for split in splits]
+    pairs = [response_pairs_with_dialogues(split) if with_dialogues else response_pairs(split) for split in splits]
     if args.limit:
         pairs = [tuple(side[: args.limit] for side in split) for split in pairs]
     return pairs[0], pairs[1]
@@ -124,7 +132,7 @@ def _write_encoder(encoder_dir, out: Path, weights_dtype: str) -> None:
 
 def pair_format_from(args) -> PairFormat:
     try:
-        return PairFormat(args.turn_separator, args.max_length, args.max_response_length)
+        return PairFormat(args.turn_separator, args.max_length, args.max_response_length, args.layout)
     except ValueError as err:
         raise SystemExit(f"error: {err}") from None
 
@@ -160,6 +168,22 @@ def fit_command(args) -> None:
     print(json.dumps(report, indent=2))
 
 
+def load_dev_judgments(data_dir: str):
+    """DailyDialog-Zhao's first 20 % (the authors' validation rows, protocol ``dev`` of
+    benchmarks/sets.py, read from the checkout) as validation human judgments."""
+    import numpy as np
+
+    from benchmarks.sets import apply_protocol, context_of, load_sets
+
+    from .validation import DevJudgments
+
+    [zhao] = load_sets(data_dir, ["dailydialog_zhao"])
+    index, human = apply_protocol(zhao, "dev")
+    rows = [zhao.rows[i] for i in index]
+    contexts = [context_of(row, False) for row in rows]
+    return DevJudgments(contexts, [row["response"] for row in rows], np.asarray(human, dtype=np.float64), "zhao_dev")
+
+
 def train_command(args) -> None:
     from .data import SelectionData
     from .loop import TrainConfig, Trainer
@@ -186,9 +210,22 @@ def train_command(args) -> None:
         mixed_precision=args.mixed_precision,
         max_steps_per_epoch=args.max_steps_per_epoch,
         save_every=args.save_every,
+        feature_only_last_layer=not args.full_last_layer,
+        length_buckets=args.length_buckets,
+        attention_dropout=args.attention_dropout,
+        negative_mix=args.negative_mix,
+        retrieval_index=args.retrieval_index,
+        validation_kinds=args.validation_kinds,
+        valid_fit_pairs=args.valid_fit_pairs,
+        evals_per_epoch=args.evals_per_epoch,
+        select_on=args.select_on,
     )
-    train_pairs, valid_pairs = load_corpus(args)
-    trainer = Trainer(config, SelectionData.from_pairs(*train_pairs), SelectionData.from_pairs(*valid_pairs), args.out)
+    dev = load_dev_judgments(args.dev_judgments) if args.dev_judgments else None
+    train_data, valid_data = load_corpus(args, with_dialogues=True)
+    trainer = Trainer(
+        config, SelectionData.from_pairs(*train_data), SelectionData.from_pairs(*valid_data), args.out, dev=dev
+    )
+    train_pairs, valid_pairs = train_data[:2], valid_data[:2]
     progress = trainer.train(stop_after_seconds=args.max_minutes * 60 if args.max_minutes else None)
     if progress["epoch"] < config.epochs:
         print(json.dumps({"stopped": progress, "resume": "run the same command again"}))
@@ -196,7 +233,7 @@ def train_command(args) -> None:
     if not trainer.accelerator.is_main_process:
         return
     evals = [json.loads(line) for line in (args.out / "log.jsonl").read_text().splitlines()]
-    best = max((r for r in evals if r["type"] == "eval"), key=lambda r: r["recall_at_1"])
+    best = max((r for r in evals if r["type"] == "eval"), key=lambda r: r[config.select_on])
     name = args.name or args.out.name
     density_config = DensityConfig(pair_format=config.pair_format, name=name)
     card = render_card(
@@ -233,6 +270,43 @@ def push_command(args) -> None:
     print(commit)
 
 
+def retrieval_index_command(args) -> None:
+    """Embed a split's unique utterances and write their nearest neighbours (train/retrieval.py)."""
+    from .data import SelectionData
+    from .retrieval import RetrievalIndex, similarity_bands
+
+    started = time.perf_counter()
+    train_pairs, valid_pairs = load_corpus(args)
+    contexts, responses = (train_pairs if args.split == "train" else valid_pairs)[:2]
+    pool = SelectionData.from_pairs(contexts, responses).pool
+    suffix = "" if args.split == "train" else f"-{args.split}"
+    out = args.out or Path("runs/cache") / f"retrieval-{args.corpus}{suffix}.safetensors"
+    index = RetrievalIndex.build(
+        pool,
+        k=args.k,
+        ceiling=None if args.ceiling >= 1 else args.ceiling,
+        encoder=args.encoder,
+        batch_size=args.batch_size,
+        device=args.device,
+        dtype=args.dtype,
+        progress=True,
+    )
+    index.save(out)
+    found = index.neighbours >= 0
+    report = {
+        "out": str(out),
+        "utterances": len(pool),
+        "pool_sha256": index.pool_hash,
+        "k": index.k,
+        "ceiling": index.ceiling,
+        "utterances_with_k_neighbours": int(found.all(axis=1).sum()),
+        "utterances_without_neighbours": int((~found.any(axis=1)).sum()),
+        "similarity_bands": similarity_bands(index),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    print(json.dumps(report, indent=2))
+
+
 def add_corpus_arguments(parser) -> None:
     parser.add_argument("--corpus", choices=("dailydialog", "convai2", "jsonl", "hub"), default="dailydialog")
     parser.add_argument("--data-dir", help="DailyDialog folder with dialogues_{split}.txt")
@@ -255,6 +329,13 @@ def add_pair_format_arguments(parser) -> None:
         type=int,
         default=defaults.max_length,
         help=f"most tokens per pair; the oldest context tokens go first (default: {defaults.max_length})",
+    )
+    group.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        default=defaults.layout,
+        help="paper (default, the published method: one row per pair) or shared-context (one row per "
+        "context, a block per candidate; see density_metric/pair_format.py)",
     )
     group.add_argument(
         "--max-response-length",
@@ -354,6 +435,53 @@ def build_parser() -> argparse.ArgumentParser:
         default=200,
         help="optimizer steps between saves of state/ (default: 200; also after every epoch)",
     )
+    negatives = train.add_argument_group("negatives and validation (train/negatives.py, train/validation.py)")
+    negatives.add_argument(
+        "--negative-mix",
+        default="random:1",
+        help="weights of the negative kinds, e.g. random:8,same-dialogue:2,echo:1,speaker:1,repeat:1,drop:1,"
+        "retrieved:1 (default random:1: the authors' random negatives; any other mix draws every negative "
+        "afresh each epoch)",
+    )
+    negatives.add_argument("--retrieval-index", default="", help="index of `python -m train retrieval-index`")
+    negatives.add_argument(
+        "--validation-kinds",
+        default="all",
+        help="negative kinds for per-kind validation AUCs, comma-separated; all (default) or '' for none",
+    )
+    negatives.add_argument(
+        "--valid-fit-pairs", type=int, default=4000, help="training pairs the evaluation Gaussian is fitted on"
+    )
+    negatives.add_argument("--evals-per-epoch", type=int, default=1, help="validation runs per epoch (default 1)")
+    negatives.add_argument(
+        "--select-on",
+        default="recall_at_1",
+        help="validation metric (higher is better) that picks best/, e.g. recall_at_1, zhao_dev_spearman, "
+        "auc_density/echo (default recall_at_1)",
+    )
+    negatives.add_argument(
+        "--dev-judgments",
+        default=None,
+        help="shared data folder with zhao2020/: validate on DailyDialog-Zhao's first 20 %% (from the checkout)",
+    )
+    speed = train.add_argument_group("speed")
+    speed.add_argument(
+        "--full-last-layer",
+        action="store_true",
+        help="compute the last layer for every token (default: for the feature tokens only; the same loss)",
+    )
+    speed.add_argument(
+        "--length-buckets",
+        type=int,
+        default=0,
+        help="sort each window of this many batches by context length, then shuffle the batches (default 0: off)",
+    )
+    speed.add_argument(
+        "--attention-dropout",
+        type=float,
+        default=None,
+        help="attention-probability dropout (default: the backbone's, 0.1); 0 trains faster on CPU",
+    )
     train.set_defaults(func=train_command)
 
     fit = commands.add_parser(
@@ -394,6 +522,34 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("--message", default="Upload DEnsity checkpoint")
     push.set_defaults(func=push_command)
 
+    from .retrieval import DEFAULT_CEILING, DEFAULT_K
+
+    retrieval = commands.add_parser(
+        "retrieval-index",
+        help="embed a split's utterances with the untuned all-MiniLM-L6-v2 and cache their nearest neighbours "
+        "(for --negatives-mix ...,retrieved:W)",
+    )
+    add_corpus_arguments(retrieval)
+    retrieval.add_argument("--split", choices=("train", "validation"), default="train")
+    retrieval.add_argument(
+        "--out", type=Path, default=None, help="default: runs/cache/retrieval-<corpus>[-<split>].safetensors"
+    )
+    retrieval.add_argument(
+        "--k", type=int, default=DEFAULT_K, help=f"neighbours kept per utterance (default: {DEFAULT_K})"
+    )
+    retrieval.add_argument(
+        "--ceiling",
+        type=float,
+        default=DEFAULT_CEILING,
+        help=f"leave out neighbours above this cosine similarity, paraphrases (default: {DEFAULT_CEILING}; 1: none)",
+    )
+    retrieval.add_argument(
+        "--encoder", default="minilm", help="embedding model (default: the untuned all-MiniLM-L6-v2)"
+    )
+    retrieval.add_argument("--batch-size", type=int, default=256)
+    retrieval.add_argument("--device", default="auto")
+    retrieval.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
+    retrieval.set_defaults(func=retrieval_index_command)
     return parser
 
 

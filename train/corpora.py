@@ -102,10 +102,25 @@ def response_pairs(dialogues: datasets.Dataset | list) -> tuple[list[list[str]],
 
     Accepts a corpus dataset (above) or plain lists of turns.
     """
-    rows = dialogues if isinstance(dialogues, datasets.Dataset) else [every_turn(list(t)) for t in dialogues]
-    contexts, responses = [], []
-    for row in rows:
-        for i in row["responses"]:
-            contexts.append(list(row["prefix"]) + list(row["turns"][:i]))
-            responses.append(row["turns"][i])
+    contexts, responses, _, _ = response_pairs_with_dialogues(dialogues)
     return contexts, responses
+
+
+def response_pairs_with_dialogues(
+    dialogues: datasets.Dataset | list,
+) -> tuple[list[list[str]], list[str], list[list[str]], list[int]]:
+    """(contexts, responses, turns, turn_indices): :func:`response_pairs` plus, per pair, its
+    dialogue's turns (without the prefix; one list shared by the dialogue's pairs) and the
+    gold's index in them, for negatives drawn from the same dialogue. ``SelectionData.from_pairs``
+    takes the four lists as they come.
+    """
+    rows = dialogues if isinstance(dialogues, datasets.Dataset) else [every_turn(list(t)) for t in dialogues]
+    contexts, responses, turns_of, indices = [], [], [], []
+    for row in rows:
+        turns = list(row["turns"])
+        for i in row["responses"]:
+            contexts.append(list(row["prefix"]) + turns[:i])
+            responses.append(turns[i])
+            turns_of.append(turns)
+            indices.append(int(i))
+    return contexts, responses, turns_of, indices

@@ -3,11 +3,14 @@
 Negatives are utterances of the same split, never the gold response nor any turn of its
 context, as in the authors' code. Sampling is seeded: ``negatives_seed`` fixes them for all
 epochs (the authors' way, seed 42), or ``resample=True`` draws new ones each epoch from
-``seed + epoch``.
+``seed + epoch``. Hard negatives (echoes, perturbed golds, same-dialogue and retrieved turns)
+and their mix with random ones are in :mod:`train.negatives`; the pairs' dialogues they need
+(``dialogues``, ``turn_indices``) come from :func:`train.corpora.response_pairs_with_dialogues`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,19 +18,56 @@ import numpy as np
 
 @dataclass
 class SelectionData:
-    """Gold pairs of one split and the utterance pool their negatives come from."""
+    """Gold pairs of one split and the utterance pool their negatives come from.
+
+    ``dialogues`` and ``turn_indices`` are optional: per pair, its dialogue's turns (without any
+    prefix such as persona lines; pairs of one dialogue share the list) and the gold's index in
+    them, so ``dialogues[i][turn_indices[i]] == responses[i]``.
+    """
 
     contexts: list[list[str]]
     responses: list[str]
     pool: list[str]
+    dialogues: list[list[str]] | None = None
+    turn_indices: list[int] | None = None
+
+    def __post_init__(self):
+        if (self.dialogues is None) != (self.turn_indices is None):
+            raise ValueError("dialogues and turn_indices go together: give both or neither")
+        if self.dialogues is not None:
+            if not len(self.dialogues) == len(self.turn_indices) == len(self.responses):
+                raise ValueError(
+                    f"{len(self.responses)} pairs but {len(self.dialogues)} dialogues and "
+                    f"{len(self.turn_indices)} turn indices"
+                )
+            for row, (turns, index, gold) in enumerate(zip(self.dialogues, self.turn_indices, self.responses)):
+                if not 0 <= index < len(turns) or turns[index] != gold:
+                    raise ValueError(f"pair {row}: turn {index} of its dialogue is not its gold response")
 
     @classmethod
-    def from_pairs(cls, contexts: list[list[str]], responses: list[str]) -> SelectionData:
+    def from_pairs(
+        cls,
+        contexts: list[list[str]],
+        responses: list[str],
+        dialogues: list[list[str]] | None = None,
+        turn_indices: list[int] | None = None,
+    ) -> SelectionData:
+        """The pairs with the pool of their turns; ``from_pairs(*response_pairs_with_dialogues(corpus))``
+        also keeps each pair's dialogue (the pool is the same either way)."""
         pool = sorted({turn for context in contexts for turn in context} | set(responses))
-        return cls(contexts, responses, pool)
+        return cls(contexts, responses, pool, dialogues, turn_indices)
 
     def __len__(self) -> int:
         return len(self.responses)
+
+    def select(self, rows: Sequence[int]) -> SelectionData:
+        """The pairs ``rows`` (with their dialogues, if kept) over the same pool, e.g. ``data.select(range(1000))``."""
+        rows = [int(row) for row in rows]
+        dialogues = None if self.dialogues is None else [self.dialogues[i] for i in rows]
+        indices = None if self.turn_indices is None else [self.turn_indices[i] for i in rows]
+        return SelectionData(
+            [self.contexts[i] for i in rows], [self.responses[i] for i in rows], self.pool, dialogues, indices
+        )
 
     def negatives(self, n: int, seed: int) -> list[list[str]]:
         """``n`` negatives per pair, drawn without replacement from the pool minus the pair's own turns."""

@@ -30,12 +30,15 @@ import torch
 from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
-from density_metric.features import cpu_has_native_bf16, pad_batch
-from density_metric.pair_format import PairFormat
+from density_metric.features import cpu_has_native_bf16, rows_to_batch
+from density_metric.gaussian import GaussianAccumulator, GaussianStats
+from density_metric.pair_format import PairFormat, join_context
 
 from .data import SelectionData, epoch_negatives
 from .losses import CONTRASTIVE_AVERAGES, recall_and_mrr, selection_loss, supervised_contrastive_loss
 from .model import DensityModel
+from .negatives import KINDS, NegativeMix, draw_negatives, validation_candidates
+from .validation import DevJudgments, auc, pearson, spearman
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +71,22 @@ class TrainConfig:
     mixed_precision: str = "auto"  # "auto": bf16 on CUDA and on CPUs with native bf16, else "no"; or "no"/"bf16"/"fp16"
     max_steps_per_epoch: int = 0  # 0: the whole epoch
     save_every: int = 200  # optimizer steps between saves of state/ (also saved after every epoch)
+    # Savings that leave the loss as it is:
+    feature_only_last_layer: bool = True  # last layer computed for the feature tokens only
+    length_buckets: int = 0  # >0: windows of this many batches sorted by context length, batches shuffled
+    # A change to the model: attention-probability dropout (None: the backbone's own, 0.1 for BERTs).
+    attention_dropout: float | None = None
+    # Negatives (train/negatives.py): "random:1" is the authors' random negatives. With any other
+    # mix every negative, hard or random, is drawn afresh each epoch from negatives_seed + epoch.
+    negative_mix: str = "random:1"
+    retrieval_index: str = ""  # safetensors from `python -m train retrieval-index`, for "retrieved"
+    # Validation (train/validation.py): kinds for per-kind AUCs ("all": every kind the data allows,
+    # "": none), training pairs the evaluation Gaussian is fitted on, evaluations per epoch, and
+    # the metric (higher is better) that picks best/.
+    validation_kinds: str = "all"
+    valid_fit_pairs: int = 4000
+    evals_per_epoch: int = 1
+    select_on: str = "recall_at_1"
 
     def __post_init__(self):
         if isinstance(self.pair_format, dict):  # as read back from trainer_state.json
@@ -76,6 +95,13 @@ class TrainConfig:
             raise ValueError(
                 f"contrastive_average must be one of {CONTRASTIVE_AVERAGES}, got {self.contrastive_average!r}"
             )
+        NegativeMix.parse(self.negative_mix)  # a ValueError names a bad kind or weight
+        if self.evals_per_epoch < 1:
+            raise ValueError(f"evals_per_epoch must be >= 1, got {self.evals_per_epoch}")
+        if self.length_buckets < 0:
+            raise ValueError(f"length_buckets must be >= 0, got {self.length_buckets}")
+        if self.attention_dropout is not None and not 0 <= self.attention_dropout < 1:
+            raise ValueError(f"attention_dropout must be in [0, 1), got {self.attention_dropout}")
         if self.mixed_precision not in ("auto", "no", "bf16", "fp16"):
             raise ValueError(f"mixed_precision must be 'auto', 'no', 'bf16' or 'fp16', got {self.mixed_precision!r}")
 
@@ -89,11 +115,42 @@ def resolve_mixed_precision(setting: str) -> str:
     return "bf16" if torch.cuda.is_available() or cpu_has_native_bf16() else "no"
 
 
-def _encode_groups(tokenizer, config: TrainConfig, contexts, candidates) -> tuple[torch.Tensor, torch.Tensor]:
-    """Token ids of every (context, candidate) of the groups, group after group."""
-    flat_contexts = [context for context, group in zip(contexts, candidates) for _ in group]
-    flat_candidates = [candidate for group in candidates for candidate in group]
-    return pad_batch(config.pair_format.encode(tokenizer, flat_contexts, flat_candidates), tokenizer.pad_token_id)
+def epoch_batches(
+    n: int, batch_size: int, seed: int, lengths: np.ndarray | None = None, bucket_batches: int = 0
+) -> np.ndarray:
+    """The epoch's micro-batches of row indices, (n // batch_size, batch_size): a seeded shuffle.
+
+    With ``bucket_batches``, each window of that many batches of the shuffle is sorted by
+    ``lengths`` (n,) before it is cut into batches, and the batches are then shuffled, so a batch
+    holds contexts of similar length (less padding) while the epoch order stays random. Each
+    context's loss is unchanged; which contexts share a batch (and so the contrastive term's
+    in-batch negatives) becomes length-correlated.
+    """
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(n)[: n // batch_size * batch_size]
+    if bucket_batches:
+        window = bucket_batches * batch_size
+        order = np.concatenate(
+            [
+                chunk[np.argsort(lengths[chunk], kind="stable")]
+                for chunk in np.split(order, range(window, len(order), window))
+            ]
+        )
+    batches = order.reshape(-1, batch_size)
+    return batches[rng.permutation(len(batches))] if bucket_batches else batches
+
+
+def set_attention_dropout(encoder, probability: float) -> None:
+    """Set the attention-probability dropout of every self-attention module (and the saved config)."""
+    encoder.config.attention_probs_dropout_prob = probability
+    for name, module in encoder.named_modules():
+        if name.endswith("attention.self") and isinstance(getattr(module, "dropout", None), torch.nn.Dropout):
+            module.dropout.p = probability
+
+
+def _encode_groups(tokenizer, config: TrainConfig, contexts, candidates) -> dict[str, torch.Tensor]:
+    """Model inputs of every (context, candidate) of the groups, group after group, in the run's layout."""
+    return rows_to_batch(config.pair_format.encode_rows(tokenizer, contexts, candidates), tokenizer.pad_token_id)
 
 
 def _save_optimizer(path: Path, optimizer) -> None:
@@ -120,28 +177,41 @@ class Trainer:
     """Trains a :class:`DensityModel` on gold pairs with random negatives."""
 
     def __init__(
-        self, config: TrainConfig, train: SelectionData, valid: SelectionData, out_dir: Path, accelerator=None
+        self,
+        config: TrainConfig,
+        train: SelectionData,
+        valid: SelectionData,
+        out_dir: Path,
+        accelerator=None,
+        dev: DevJudgments | None = None,
     ):
         from accelerate import Accelerator
         from transformers import get_linear_schedule_with_warmup
 
         if config.valid_limit:
-            valid = SelectionData(
-                valid.contexts[: config.valid_limit], valid.responses[: config.valid_limit], valid.pool
-            )
+            valid = valid.select(range(min(config.valid_limit, len(valid))))
         self.config, self.train_data, self.valid_data, self.out_dir = config, train, valid, Path(out_dir)
         self.accelerator = accelerator or Accelerator(mixed_precision=resolve_mixed_precision(config.mixed_precision))
         self.out_dir.mkdir(parents=True, exist_ok=True)
         state_dir = self.out_dir / "state"
         resume = (state_dir / "trainer_state.json").is_file()
         torch.manual_seed(config.seed)
-        model, self.tokenizer = DensityModel.load(state_dir if resume else config.backbone, config.pair_format)
+        model, self.tokenizer = DensityModel.load(
+            state_dir if resume else config.backbone, config.pair_format, config.feature_only_last_layer
+        )
+        if config.attention_dropout is not None:
+            set_attention_dropout(model.encoder, config.attention_dropout)
+        self.context_lengths = None
+        if config.length_buckets:
+            joined = [join_context(turns, config.pair_format.turn_separator) for turns in train.contexts]
+            tokens = self.tokenizer(joined, add_special_tokens=False, verbose=False)["input_ids"]
+            self.context_lengths = np.minimum([len(ids) for ids in tokens], config.pair_format.max_length)
         optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         self.steps_per_epoch = self._steps_per_epoch()
         self.scheduler = get_linear_schedule_with_warmup(
             optimizer, config.warmup_steps, self.steps_per_epoch * config.epochs
         )
-        self.progress = {"epoch": 0, "step_in_epoch": 0, "global_step": 0, "best_recall": -1.0}
+        self.progress = {"epoch": 0, "step_in_epoch": 0, "global_step": 0, "best": -float("inf")}
         if resume:
             _load_optimizer(state_dir, optimizer)
             saved = json.loads((state_dir / "trainer_state.json").read_text())
@@ -156,6 +226,51 @@ class Trainer:
             )
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
         self.valid_negatives = valid.negatives(config.negatives, config.negatives_seed)
+        self.mix = NegativeMix.parse(config.negative_mix)
+        self.retrieval = self._retrieval_index(train.pool) if "retrieved" in self.mix.kinds else None
+        self.valid_kinds = self._validation_candidates(valid)
+        fit = min(config.valid_fit_pairs, len(train))
+        self.fit_rows = np.sort(np.random.default_rng(config.seed).choice(len(train), size=fit, replace=False))
+        self.dev = dev
+
+    def _retrieval_index(self, pool, split: str = "train"):
+        """The retrieval index of ``pool``: ``config.retrieval_index`` (train), or beside it with
+        ``-validation`` before the suffix; a missing file says the command that builds it."""
+        from .retrieval import RetrievalIndex
+
+        if not self.config.retrieval_index:
+            raise ValueError("negative kind 'retrieved' needs --retrieval-index (python -m train retrieval-index)")
+        path = Path(self.config.retrieval_index)
+        if split != "train":
+            path = path.with_name(f"{path.stem}-{split}{path.suffix}")
+        if not path.is_file():
+            raise ValueError(
+                f"{path}: no retrieval index; build it with python -m train retrieval-index (--split {split})"
+            )
+        return RetrievalIndex.load(path, pool)
+
+    def _validation_candidates(self, valid: SelectionData) -> dict[str, list[str]]:
+        """One fixed negative per validation pair for each kind of ``config.validation_kinds``."""
+        wanted = self.config.validation_kinds
+        if not wanted:
+            return {}
+        retrieval = None
+        if wanted == "all":
+            kinds = [k for k in KINDS if k != "same-dialogue" or valid.dialogues is not None]
+            try:
+                retrieval = self._retrieval_index(valid.pool, "validation") if self.config.retrieval_index else None
+            except ValueError:
+                retrieval = None
+            if retrieval is None:
+                kinds.remove("retrieved")
+        else:
+            kinds = [kind.strip() for kind in wanted.split(",")]
+            unknown = [kind for kind in kinds if kind not in KINDS]
+            if unknown:
+                raise ValueError(f"validation_kinds: unknown kind(s) {unknown}; kinds: {KINDS}")
+            if "retrieved" in kinds:
+                retrieval = self._retrieval_index(valid.pool, "validation")
+        return validation_candidates(valid, kinds, seed=self.config.negatives_seed, retrieval=retrieval)
 
     def _steps_per_epoch(self) -> int:
         micro_batches = len(self.train_data) // self.config.batch_size
@@ -173,10 +288,10 @@ class Trainer:
 
     def _micro_batch_loss(self, contexts, candidates) -> torch.Tensor:
         group_size = 1 + self.config.negatives
-        input_ids, attention_mask = _encode_groups(self.tokenizer, self.config, contexts, candidates)
+        batch = _encode_groups(self.tokenizer, self.config, contexts, candidates)
         device = self.accelerator.device
         with self.accelerator.autocast():
-            features, logits = self.model(input_ids.to(device), attention_mask.to(device))
+            features, logits = self.model({name: tensor.to(device) for name, tensor in batch.items()})
         loss = selection_loss(logits, group_size)
         if self.config.contrastive_weight:
             loss = loss + self.config.contrastive_weight * supervised_contrastive_loss(
@@ -192,10 +307,21 @@ class Trainer:
         taken, started = 0, time.monotonic()
         while self.progress["epoch"] < config.epochs:
             epoch = self.progress["epoch"]
-            order = np.random.default_rng(config.seed + epoch).permutation(len(self.train_data))
-            negatives = epoch_negatives(
-                self.train_data, config.negatives, config.negatives_seed, epoch, config.resample_negatives
+            batches = epoch_batches(
+                len(self.train_data),
+                config.batch_size,
+                config.seed + epoch,
+                self.context_lengths,
+                config.length_buckets,
             )
+            negatives = None
+            if self.mix.random_only:  # the authors' way: one table for the epoch (or the whole run)
+                negatives = epoch_negatives(
+                    self.train_data, config.negatives, config.negatives_seed, epoch, config.resample_negatives
+                )
+            evaluate_after = {
+                round(self.steps_per_epoch * (j + 1) / config.evals_per_epoch) for j in range(config.evals_per_epoch)
+            }
             self.model.train()
             bar = tqdm(
                 range(self.progress["step_in_epoch"], self.steps_per_epoch),
@@ -206,9 +332,10 @@ class Trainer:
                 losses = []
                 for micro in range(config.grad_accum):
                     index = (step * world + rank) * config.grad_accum + micro
-                    rows = order[index * config.batch_size : (index + 1) * config.batch_size]
+                    rows = batches[index]
                     contexts = [self.train_data.contexts[i] for i in rows]
-                    candidates = [[self.train_data.responses[i], *negatives[i]] for i in rows]
+                    drawn = negatives if negatives is not None else self._draw(rows, epoch)
+                    candidates = [[self.train_data.responses[i], *drawn[i]] for i in rows]
                     sync = micro == config.grad_accum - 1
                     with contextlib.nullcontext() if sync else accelerator.no_sync(self.model):
                         loss = self._micro_batch_loss(contexts, candidates)
@@ -232,6 +359,8 @@ class Trainer:
                     }
                 )
                 taken += 1
+                if step + 1 in evaluate_after:  # before any stop, so that a resumed run never skips it
+                    self._evaluate_and_select(epoch)
                 out_of_time = stop_after_seconds is not None and time.monotonic() - started > stop_after_seconds
                 # Every process must agree to stop at the same step.
                 out_of_time = bool(
@@ -242,19 +371,43 @@ class Trainer:
                     return self.progress
                 if config.save_every and self.progress["global_step"] % config.save_every == 0:
                     self.save_state()
-            metrics = self.evaluate()
-            self._log({"type": "eval", "epoch": epoch, "step": self.progress["global_step"], **metrics})
-            if metrics["recall_at_1"] > self.progress["best_recall"]:
-                self.progress["best_recall"] = metrics["recall_at_1"]
-                if accelerator.is_main_process:
-                    accelerator.unwrap_model(self.model).save(self.out_dir / "best", self.tokenizer)
             self.progress.update(epoch=epoch + 1, step_in_epoch=0)
             self.save_state()
         return self.progress
 
+    def _draw(self, rows, epoch: int) -> dict[int, list[str]]:
+        """Negatives of ``rows`` from the mix: a function of (negatives_seed + epoch, row) only."""
+        drawn = draw_negatives(
+            self.train_data,
+            rows,
+            self.config.negatives,
+            self.mix,
+            seed=self.config.negatives_seed + epoch,
+            epoch=0,
+            retrieval=self.retrieval,
+        )
+        return dict(zip((int(row) for row in rows), drawn))
+
+    def _evaluate_and_select(self, epoch: int) -> None:
+        """Evaluate, log, and keep the model in best/ if ``config.select_on`` improved."""
+        metrics = self.evaluate()
+        self._log({"type": "eval", "epoch": epoch, "step": self.progress["global_step"], **metrics})
+        value = metrics.get(self.config.select_on)
+        if value is None:
+            raise ValueError(
+                f"select_on {self.config.select_on!r} is not a validation metric; metrics: {sorted(metrics)}"
+            )
+        if value > self.progress["best"]:
+            self.progress["best"] = value
+            if self.accelerator.is_main_process:
+                self.accelerator.unwrap_model(self.model).save(self.out_dir / "best", self.tokenizer)
+        self.save_state()
+
     @torch.no_grad()
     def evaluate(self) -> dict:
-        """Validation Recall@1 and MRR over each pair's 1 + N candidates, sharded over processes."""
+        """The validation signals of :mod:`train.validation`: Recall@1 and MRR over each pair's
+        1 + N candidates (sharded over processes), then, on one process, the per-kind AUCs by
+        f(c, r) and by DEnsity distance and the human-judgment correlations if there are any."""
         config, accelerator = self.config, self.accelerator
         self.model.eval()
         data, group_size = self.valid_data, 1 + config.negatives
@@ -264,14 +417,53 @@ class Trainer:
             rows = mine[start : start + config.eval_batch_size]
             contexts = [data.contexts[i] for i in rows]
             candidates = [[data.responses[i], *self.valid_negatives[i]] for i in rows]
-            input_ids, attention_mask = _encode_groups(self.tokenizer, config, contexts, candidates)
+            batch = _encode_groups(self.tokenizer, config, contexts, candidates)
             with accelerator.autocast():
-                _, logits = self.model(input_ids.to(accelerator.device), attention_mask.to(accelerator.device))
+                _, logits = self.model({name: tensor.to(accelerator.device) for name, tensor in batch.items()})
             recall, mrr = recall_and_mrr(logits, group_size)
             totals += torch.stack([recall.sum(), mrr.sum(), torch.tensor(float(len(rows)), device=totals.device)])
         totals = accelerator.reduce(totals, "sum")
+        metrics = {"recall_at_1": (totals[0] / totals[2]).item(), "mrr": (totals[1] / totals[2]).item()}
+        if accelerator.num_processes == 1 and (self.valid_kinds or self.dev is not None):
+            metrics.update(self._density_metrics())
         self.model.train()
-        return {"recall_at_1": (totals[0] / totals[2]).item(), "mrr": (totals[1] / totals[2]).item()}
+        return metrics
+
+    def _outputs(self, contexts, groups) -> tuple[np.ndarray, np.ndarray]:
+        """Features (n, d) float64 and f(c, r) (n,) float64 of every candidate, group after group."""
+        features, logits = [], []
+        for start in range(0, len(contexts), self.config.eval_batch_size):
+            stop = start + self.config.eval_batch_size
+            batch = _encode_groups(self.tokenizer, self.config, contexts[start:stop], groups[start:stop])
+            with self.accelerator.autocast():
+                f, g = self.model({name: tensor.to(self.accelerator.device) for name, tensor in batch.items()})
+            features.append(f.double().cpu().numpy())
+            logits.append(g.double().cpu().numpy())
+        return np.concatenate(features), np.concatenate(logits)
+
+    def _density_metrics(self) -> dict:
+        """Per-kind AUCs (f and DEnsity) and dev correlations, with a Gaussian fitted now (see train.validation)."""
+        train, rows = self.train_data, self.fit_rows
+        fit_features, _ = self._outputs([train.contexts[i] for i in rows], [[train.responses[i]] for i in rows])
+        accumulator = GaussianAccumulator(fit_features.shape[1])
+        accumulator.update(fit_features)
+        stats = GaussianStats.fit(accumulator)
+        metrics = {}
+        if self.valid_kinds:
+            data, kinds = self.valid_data, list(self.valid_kinds)
+            groups = [[data.responses[i], *(self.valid_kinds[kind][i] for kind in kinds)] for i in range(len(data))]
+            features, logits = self._outputs(data.contexts, groups)
+            scores = -stats.distances(features).reshape(len(data), -1)
+            logits = logits.reshape(len(data), -1)
+            for column, kind in enumerate(kinds, start=1):
+                metrics[f"auc_f/{kind}"] = auc(logits[:, 0], logits[:, column])
+                metrics[f"auc_density/{kind}"] = auc(scores[:, 0], scores[:, column])
+        if self.dev is not None:
+            features, _ = self._outputs(self.dev.contexts, [[response] for response in self.dev.responses])
+            scores = -stats.distances(features)
+            metrics[f"{self.dev.name}_pearson"] = 100 * pearson(scores, self.dev.human)
+            metrics[f"{self.dev.name}_spearman"] = 100 * spearman(scores, self.dev.human)
+        return metrics
 
     def save_state(self) -> None:
         """Everything a new process needs to continue: weights, optimizer, scheduler, RNG, position."""

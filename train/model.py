@@ -10,7 +10,8 @@ from torch import nn
 
 from density_metric.backbone import load_backbone, quiet_transformers
 from density_metric.checkpoint_format import HEAD_FILE, load_head, save_head
-from density_metric.features import cls_features
+from density_metric.features import batch_features
+from density_metric.last_layer import compute_cls_only_in_last_layer
 from density_metric.pair_format import PairFormat
 
 # Short names for backbones. The paper's bert-base-uncased needs network access.
@@ -29,16 +30,24 @@ def backbone_path(name: str) -> str:
 
 
 class DensityModel(nn.Module):
-    """g(c, r): final-layer [CLS] of the encoder; f(c, r): a linear head on it."""
+    """g(c, r): the encoder's final-layer state of each candidate's feature token; f(c, r): a linear head on it.
 
-    def __init__(self, encoder):
+    Args:
+        encoder: a BERT-style transformers model without pooling layer.
+        feature_only_last_layer: compute the last layer for the feature positions only
+            (:mod:`density_metric.last_layer`): the same loss, with gradients through that
+            layer's keys and values, for less arithmetic.
+    """
+
+    def __init__(self, encoder, feature_only_last_layer: bool = True):
         super().__init__()
         self.encoder = encoder
         self.head = nn.Linear(encoder.config.hidden_size, 1)
+        self.feature_only_last_layer = feature_only_last_layer and compute_cls_only_in_last_layer(encoder)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Returns features (b, d) and logits f(c, r) (b,)."""
-        features = cls_features(self.encoder, input_ids, attention_mask)
+    def forward(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Features (n, d) and logits f(c, r) (n,) of every candidate of a ``rows_to_batch`` batch."""
+        features = batch_features(self.encoder, batch)
         return features, self.head(features).squeeze(-1)
 
     def head_arrays(self) -> tuple[np.ndarray, float]:
@@ -53,7 +62,9 @@ class DensityModel(nn.Module):
         save_head(Path(directory) / HEAD_FILE, *self.head_arrays())
 
     @classmethod
-    def load(cls, directory: Path | str, pair_format: PairFormat | None = None) -> tuple[DensityModel, object]:
+    def load(
+        cls, directory: Path | str, pair_format: PairFormat | None = None, feature_only_last_layer: bool = True
+    ) -> tuple[DensityModel, object]:
         """A backbone (fresh head) or a saved model (its head), with the turn separator in the vocabulary.
 
         A separator the tokenizer lacks is added as a special token and the embeddings grow by one.
@@ -65,7 +76,7 @@ class DensityModel(nn.Module):
             tokenizer.add_special_tokens({"additional_special_tokens": [pair_format.turn_separator]})
             with quiet_transformers():
                 encoder.resize_token_embeddings(len(tokenizer))
-        model = cls(encoder)
+        model = cls(encoder, feature_only_last_layer)
         head = load_head(Path(directory) / HEAD_FILE, encoder.config.hidden_size)
         if head is not None:
             with torch.no_grad():

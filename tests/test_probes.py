@@ -1,0 +1,129 @@
+"""Robustness probes: the two without a training counterpart, stable old probes, and independence from train/."""
+
+import ast
+import hashlib
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from benchmarks.probes import PROBES, make_probes, pronoun_swap, truncated
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+PROBES_FILE = ROOT / "benchmarks" / "probes.py"
+NEGATIVES_FILE = ROOT / "train" / "negatives.py"
+OLD_PROBES = ("random", "repetition", "speaker_confused", "echo", "shuffled")
+
+
+@pytest.mark.parametrize(
+    "gold, swapped",
+    [
+        ("I like my job .", "You like your job ."),
+        ("I am fine , and you ?", "You are fine , and I ?"),
+        ("Are you ok ? I was there .", "Am I ok ? You were there ."),
+        ("you know I love you .", "I know you love me ."),
+        ("I ’ m sorry .", "You ’ re sorry ."),
+        ("Yes , I'm here . My car is yours .", "Yes , you're here . Your car is mine ."),
+        ("Will I be able to come ?", "Will you be able to come ?"),
+        ("Thank you so much .", "Thank me so much ."),
+    ],
+)
+def test_pronoun_swap_by_hand(gold, swapped):
+    assert pronoun_swap(gold) == swapped
+
+
+def test_pronoun_swap_is_none_without_a_pronoun():
+    assert pronoun_swap("That sounds great .") is None
+    assert pronoun_swap("") is None
+
+
+def test_truncated_keeps_40_to_60_percent_of_the_words_from_the_start():
+    gold = "one two three four five six seven eight nine ten ."
+    for seed in range(100):
+        cut = truncated(gold, random.Random(seed)).split()
+        assert gold.split()[: len(cut)] == cut and 4 <= len(cut) <= 6
+    assert truncated("Sure , here you go .", random.Random(0)) in {"Sure ,", "Sure , here"}
+    for seed in range(20):
+        assert truncated("thank you", random.Random(seed)) == "thank"
+    assert truncated("Yes .", random.Random(0)) is None and truncated("OK", random.Random(0)) is None
+
+
+def test_new_probes_are_in_probes_and_none_where_they_do_not_apply():
+    assert {"pronoun_swap", "truncated"} <= set(PROBES) and PROBES[:5] == OLD_PROBES
+    dialogues = [["Hi .", "Hello , how are you ?", "I am fine ."], ["Bye .", "See you ."], ["a b", "c"]]
+    cases = make_probes(dialogues, 10, seed=1)
+    assert cases == make_probes(dialogues, 10, seed=1)
+    for case in cases:
+        assert set(case) == {"context", "gold", *PROBES}
+        assert case["pronoun_swap"] is None or case["pronoun_swap"] != case["gold"]
+        assert (case["truncated"] is None) == (sum(any(c.isalnum() for c in t) for t in case["gold"].split()) < 2)
+
+
+def test_adding_probes_left_the_old_ones_unchanged():
+    """Values written by make_probes before pronoun_swap and truncated existed (seed 3)."""
+    toy = [["a1 x", "a2 y z", "a3 w v u"], ["b1", "b2 q r"], ["c1", "c2 s t", "c3", "c4 m n o p"]]
+    expected = [
+        ["a3 w v u", "c4 m n o p", "a3 a3 w w v v u u", "a2 y z a3 w v u", "a2 y z", "w u v a3"],
+        ["c3", "b2 q r", "c3 c3", "c2 s t c3", "c2 s t", "c3"],
+        ["c4 m n o p", "a1 x", "c4 c4 m m n n o o p p", "c3 c4 m n o p", "c3", "n c4 m p o"],
+        ["c2 s t", "a3 w v u", "c2 c2 s s t t", "c1 c2 s t", "c1", "t s c2"],
+    ]
+    assert [[case[key] for key in ("gold", *OLD_PROBES)] for case in make_probes(toy, 4, 3)] == expected
+
+
+@pytest.mark.skipif(not (DATA / "dailydialog").is_dir(), reason="shared data not beside the checkout")
+def test_old_probes_on_dailydialog_are_those_of_the_published_tables():
+    """sha256 of the old keys of make_probes on DailyDialog test (500, seed 0: the results tables)
+    and validation (1,000, seed 0: the histogram), taken before the new probes were added."""
+    from train.corpora import load_dailydialog
+
+    def digest(split, n):
+        cases = make_probes(list(load_dailydialog(DATA / "dailydialog", split)["turns"]), n, 0)
+        keys = ("context", "gold", *OLD_PROBES)
+        return hashlib.sha256(json.dumps([[case[k] for k in keys] for case in cases]).encode()).hexdigest()
+
+    assert digest("test", 500) == "c9e8f01e4381dedc3ba4e7b5d139416ae302f28d972014ae2b796a52342df0a5"
+    assert digest("validation", 1000) == "4ef6d552a0bf97733371ee60aaf3e5f1b401cd6fbdebefca0123014c8f3eecc1"
+
+
+# --- the probes stay independent of the training negatives ---------------------------------
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, absolute, with relative imports resolved against its package."""
+    package = path.parent.name
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join([package, *filter(None, [base])])
+            names.add(base)
+            names |= {f"{base}.{alias.name}" for alias in node.names}
+    return names
+
+
+def function_bodies(path: Path) -> dict[str, str]:
+    """Each function's body (docstring left out) as an AST dump, which ignores names of nothing but layout."""
+    bodies = {}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            body = node.body if isinstance(node.body, list) else [node.body]
+            if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+                body = body[1:]
+            bodies[getattr(node, "name", f"lambda@{node.lineno}")] = ast.dump(ast.Module(body=body, type_ignores=[]))
+    return bodies
+
+
+def test_probes_and_training_negatives_share_no_imports_and_no_code():
+    probes_imports, negatives_imports = imported_modules(PROBES_FILE), imported_modules(NEGATIVES_FILE)
+    assert not [m for m in probes_imports if m == "train" or m.startswith("train.")], probes_imports
+    assert not [m for m in negatives_imports if m == "benchmarks" or m.startswith("benchmarks.")], negatives_imports
+    probes, negatives = function_bodies(PROBES_FILE), function_bodies(NEGATIVES_FILE)
+    assert probes and negatives
+    shared = [(p, n) for p, body in probes.items() for n, other in negatives.items() if body == other]
+    assert not shared, f"function bodies shared between probes.py and negatives.py: {shared}"

@@ -1,0 +1,480 @@
+"""Negative candidates for response selection: random utterances and hard negatives, mixed by weight.
+
+Kinds (:data:`KINDS`), one generator each; every generator takes a ``numpy.random.Generator``
+and returns one negative, or ``None`` where it cannot make a valid one:
+
+- ``random`` (:func:`random_negative`): an utterance of the split's pool, never the gold nor a
+  context turn; what ``SelectionData.negatives`` draws (the authors' negatives).
+- ``same-dialogue`` (:func:`same_dialogue_negative`): a non-adjacent turn of the same
+  conversation, from either speaker, earlier or later: not the gold, not the last context
+  turn, not the turn right after the gold (Bak and Oh 2020). Needs the pairs' dialogues
+  (``SelectionData`` built from :func:`train.corpora.response_pairs_with_dialogues`).
+- ``echo`` (:func:`echo_negative`): a context turn verbatim: the last one with probability
+  0.7, else another one.
+- ``speaker`` (:func:`speaker_negative`): the previous turn joined to the gold, in front of it
+  or after it (one speaker says both turns).
+- ``repeat`` (:func:`repeat_negative`): one word of the gold said 3-4 times, or a 2-4-word span
+  said 2-3 times, in place. A word said twice ("very very", "no no") is often natural speech,
+  hence 3-4 times for single words.
+- ``drop`` (:func:`drop_negative`): 20-50 % of the gold's words dropped (at least one dropped,
+  at least one kept); punctuation tokens are not words and stay.
+- ``shuffle`` (:func:`shuffle_negative`): the gold's tokens shuffled within consecutive windows
+  of 3 or 4.
+- ``retrieved`` (:func:`retrieved_negative`): one of the gold's nearest training utterances by
+  embedding similarity (:mod:`train.retrieval`: top-k, near-duplicates above a ceiling already
+  left out), never a context turn.
+
+**False negatives are filtered.** A negative whose normalised text (:func:`normalise`:
+lowercased, punctuation and whitespace removed) equals the gold's is a copy, not a wrong reply,
+and is rejected for every kind; perturbations (``repeat``, ``drop``, ``shuffle``) must also
+change the word sequence. Every kind but ``echo`` and ``same-dialogue`` (which are context
+turns, or may be, by definition) is rejected when it equals a context turn. A context's
+negatives are distinct.
+
+**Fallback.** Where a kind cannot make a valid negative, its slot gets a ``random`` one
+instead: ``same-dialogue`` when the dialogue has no eligible turn (e.g. a 3-turn dialogue),
+``echo`` when every context turn is a copy of the gold, ``speaker`` when the previous turn has
+no word, ``repeat`` for a gold without a word, ``drop`` and ``shuffle`` for a one-word gold,
+``retrieved`` when the gold has no neighbour outside its context; and a kind asked for several
+negatives in one context that runs out of distinct ones.
+
+**Seeds.** :func:`draw_negatives` is a function of ``(seed, epoch, row)`` only, never of the
+batch: each row's generators are ``numpy.random.default_rng([seed, row, stream])``. The hard
+negatives and the allocation of slots to kinds come from ``seed`` and stay fixed across
+epochs; the random ones come from ``seed + epoch`` when ``resample``, else ``seed``, exactly
+like :func:`train.data.epoch_negatives`. The mix ``random:1`` returns
+``SelectionData.negatives(n, seed)`` unchanged (the authors' recipe, bit for bit, including its
+rule that excludes the gold and context turns verbatim only: on DailyDialog train with seed 42
+and 15 negatives, 2 of 1,140,795 are normalised copies of the gold). In any other mix the
+random negatives also skip normalised copies of the gold.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .data import SelectionData
+
+if TYPE_CHECKING:
+    from .retrieval import RetrievalIndex
+
+KINDS = ("random", "same-dialogue", "echo", "speaker", "repeat", "drop", "shuffle", "retrieved")
+# Kinds that change the gold's words: the word sequence must differ from the gold's.
+PERTURBATIONS = frozenset({"repeat", "drop", "shuffle"})
+# Kinds whose negatives are (or may be) context turns by definition.
+CONTEXT_KINDS = frozenset({"echo", "same-dialogue"})
+ECHO_LAST = 0.7  # probability that echo repeats the last context turn
+ATTEMPTS = 8  # tries per wanted negative before a kind's slot falls back to random
+# Streams of the per-row generators, after one per kind (0..len(KINDS) - 1).
+_ALLOCATION, _RANDOM_EXTRA, _FALLBACK = 100, 101, 102
+
+_NOT_ALNUM = re.compile(r"[\W_]+")
+
+
+@functools.lru_cache(maxsize=1 << 18)  # a corpus's utterances come back again and again
+def normalise(text: str) -> str:
+    """Lowercase, punctuation and whitespace removed: texts equal under it are copies of each other."""
+    return _NOT_ALNUM.sub("", text.lower())
+
+
+def _is_word(token: str) -> bool:
+    return any(char.isalnum() for char in token)
+
+
+# --- one generator per kind -------------------------------------------------------------------
+
+
+def random_negative(
+    pool: Sequence[str], gold: str, context: Sequence[str], rng: np.random.Generator, avoid: Sequence[str] = ()
+) -> str | None:
+    """An utterance of ``pool``: not the gold (nor a normalised copy), not a context turn, not in ``avoid``.
+
+    ``None`` only when the pool has no such utterance.
+    """
+    excluded = set(context) | set(avoid) | {gold}
+    gold_key = normalise(gold)
+
+    def fits(candidate: str) -> bool:
+        return candidate not in excluded and normalise(candidate) != gold_key
+
+    for index in rng.integers(len(pool), size=64) if len(pool) else ():
+        if fits(pool[index]):
+            return pool[index]
+    return next((pool[i] for i in rng.permutation(len(pool)) if fits(pool[i])), None)
+
+
+def same_dialogue_negative(turns: Sequence[str], gold_index: int, rng: np.random.Generator) -> str | None:
+    """A turn of the gold's dialogue other than the gold, the turn before it and the turn after it.
+
+    Turns with the same text as those three (or a normalised copy of the gold) are skipped too.
+    ``None`` when no turn is left (e.g. the gold is the second of two or three turns).
+    """
+    gold_key = normalise(turns[gold_index])
+    adjacent = {gold_index - 1, gold_index, gold_index + 1}
+    banned = {turns[i] for i in adjacent if 0 <= i < len(turns)}
+    eligible = [
+        turn
+        for i, turn in enumerate(turns)
+        if i not in adjacent and turn not in banned and normalise(turn) != gold_key and turn.strip()
+    ]
+    return eligible[rng.integers(len(eligible))] if eligible else None
+
+
+def echo_negative(context: Sequence[str], gold: str, rng: np.random.Generator) -> str | None:
+    """A context turn verbatim: the last with probability :data:`ECHO_LAST`, else another one at random.
+
+    Turns that are normalised copies of the gold are never chosen; ``None`` if every turn is one.
+    """
+    gold_key = normalise(gold)
+    usable = [turn for turn in context if normalise(turn) != gold_key]
+    if not usable:
+        return None
+    last = context[-1] if context[-1] in usable else None
+    others = [turn for turn in usable if turn != last]
+    if last is not None and (rng.random() < ECHO_LAST or not others):
+        return last
+    return others[rng.integers(len(others))]
+
+
+def speaker_negative(context: Sequence[str], gold: str, rng: np.random.Generator) -> str | None:
+    """The previous turn and the gold as one reply, the previous turn first or last (even odds)."""
+    if not context or not _is_word(context[-1]):
+        return None
+    previous = context[-1].strip()
+    parts = [previous, gold.strip()] if rng.random() < 0.5 else [gold.strip(), previous]
+    return " ".join(part for part in parts if part)
+
+
+def repeat_negative(gold: str, rng: np.random.Generator) -> str | None:
+    """One word said 3-4 times, or (half the time, given two tokens) a 2-4-token span said 2-3 times, in place.
+
+    The repeated word or span contains at least one word (not only punctuation); ``None`` if the gold has none.
+    """
+    tokens = gold.split()
+    if not any(_is_word(token) for token in tokens):
+        return None
+    if len(tokens) >= 2 and rng.random() < 0.5:
+        length = int(rng.integers(2, min(4, len(tokens)) + 1))
+        starts = [s for s in range(len(tokens) - length + 1) if any(map(_is_word, tokens[s : s + length]))]
+        times = int(rng.integers(2, 4))
+    else:
+        length = 1
+        starts = [s for s, token in enumerate(tokens) if _is_word(token)]
+        times = int(rng.integers(3, 5))
+    start = starts[rng.integers(len(starts))]
+    return " ".join(tokens[:start] + tokens[start : start + length] * times + tokens[start + length :])
+
+
+def drop_negative(gold: str, rng: np.random.Generator) -> str | None:
+    """The gold with 20-50 % of its words dropped, rounded, at least one dropped and one kept.
+
+    Words are the whitespace tokens with a letter or digit; punctuation tokens stay. ``None``
+    for golds with fewer than two words.
+    """
+    tokens = gold.split()
+    words = [i for i, token in enumerate(tokens) if _is_word(token)]
+    if len(words) < 2:
+        return None
+    count = min(max(round(rng.uniform(0.2, 0.5) * len(words)), 1), len(words) - 1)
+    dropped = {int(i) for i in rng.choice(words, size=count, replace=False)}
+    return " ".join(token for i, token in enumerate(tokens) if i not in dropped)
+
+
+def shuffle_negative(gold: str, rng: np.random.Generator) -> str | None:
+    """The gold's tokens shuffled within consecutive windows of 3 or 4 tokens (a local shuffle).
+
+    Retried a few times until the word sequence and the normalised text both change; ``None`` for
+    golds with fewer than two words, or when no try changes them (e.g. "ha ha ha").
+    """
+    tokens = gold.split()
+    if sum(map(_is_word, tokens)) < 2:
+        return None
+    gold_key = normalise(gold)
+    for _ in range(ATTEMPTS):
+        width = int(rng.integers(3, 5))
+        shuffled = []
+        for start in range(0, len(tokens), width):
+            window = tokens[start : start + width]
+            shuffled += [window[i] for i in rng.permutation(len(window))]
+        if shuffled != tokens and normalise(" ".join(shuffled)) != gold_key:
+            return " ".join(shuffled)
+    return None
+
+
+def retrieved_negative(
+    gold: str, context: Sequence[str], retrieval: RetrievalIndex, rng: np.random.Generator
+) -> str | None:
+    """One of the gold's top-k neighbours in ``retrieval``, uniformly, skipping context turns
+    (verbatim or normalised) and copies of the gold; ``None`` if none is left or the gold is not indexed."""
+    banned = {normalise(turn) for turn in context} | {normalise(gold)}
+    neighbours = [text for text in retrieval.neighbours_of(gold) if normalise(text) not in banned]
+    return neighbours[rng.integers(len(neighbours))] if neighbours else None
+
+
+# --- the mix --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NegativeMix:
+    """Relative weights of the negative kinds, e.g. ``NegativeMix.parse("random:8,echo:1")``."""
+
+    weights: tuple[tuple[str, float], ...]
+
+    def __post_init__(self):
+        if not self.weights:
+            raise ValueError("a negative mix needs at least one kind")
+        seen = set()
+        for kind, weight in self.weights:
+            if kind not in KINDS:
+                raise ValueError(f"unknown negative kind {kind!r}; kinds: {', '.join(KINDS)}")
+            if kind in seen:
+                raise ValueError(f"negative kind {kind!r} is given twice")
+            seen.add(kind)
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+                raise ValueError(f"bad weight {weight!r} for negative kind {kind!r}: must be a number")
+            if not math.isfinite(weight) or weight <= 0:
+                raise ValueError(f"bad weight {weight!r} for negative kind {kind!r}: must be positive and finite")
+
+    @classmethod
+    def parse(cls, text: str) -> NegativeMix:
+        """``kind:weight`` items separated by commas (a bare ``kind`` weighs 1); weights are relative."""
+        weights = []
+        for item in text.split(","):
+            kind, colon, weight = (part.strip() for part in item.partition(":"))
+            if not kind:
+                raise ValueError(f"empty negative kind in {text!r}")
+            if kind not in KINDS:
+                raise ValueError(f"unknown negative kind {kind!r} in {text!r}; kinds: {', '.join(KINDS)}")
+            try:
+                value = float(weight) if colon else 1.0
+            except ValueError:
+                raise ValueError(f"bad weight {weight!r} for negative kind {kind!r} in {text!r}") from None
+            weights.append((kind, value))
+        return cls(tuple(weights))
+
+    def __str__(self) -> str:
+        return ",".join(f"{kind}:{int(w) if float(w).is_integer() else repr(float(w))}" for kind, w in self.weights)
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(kind for kind, _ in self.weights)
+
+    @property
+    def random_only(self) -> bool:
+        """The authors' recipe: every negative random."""
+        return self.kinds == ("random",)
+
+    def allocate(self, n: int, rng: np.random.Generator) -> dict[str, int]:
+        """How many of ``n`` slots each kind gets: its quota ``n * weight / total`` rounded down, and
+        the remaining slots to kinds drawn with probabilities equal to their quotas' fractional parts
+        (systematic sampling in a random order), so each kind gets exactly its quota in expectation."""
+        total = sum(weight for _, weight in self.weights)
+        quotas = np.array([n * weight / total for _, weight in self.weights])
+        counts = np.floor(quotas).astype(int)
+        remainder = n - int(counts.sum())
+        if remainder > 0:
+            order = rng.permutation(len(quotas))
+            edges = np.cumsum((quotas - counts)[order])
+            points = rng.random() * (edges[-1] / remainder) + np.arange(remainder) * (edges[-1] / remainder)
+            for slot in np.minimum(np.searchsorted(edges, points, side="right"), len(order) - 1):
+                counts[order[slot]] += 1
+        return {kind: int(count) for kind, count in zip(self.kinds, counts)}
+
+
+DEFAULT_MIX = NegativeMix((("random", 1.0),))
+
+
+# --- drawing --------------------------------------------------------------------------------
+
+
+def _rng(*entropy: int) -> np.random.Generator:
+    return np.random.default_rng([int(value) for value in entropy])
+
+
+def _check(data: SelectionData, kinds: Sequence[str], retrieval: RetrievalIndex | None) -> None:
+    unknown = [kind for kind in kinds if kind not in KINDS]
+    if unknown:
+        raise ValueError(f"unknown negative kind {unknown[0]!r}; kinds: {', '.join(KINDS)}")
+    if "same-dialogue" in kinds and data.dialogues is None:
+        raise ValueError(
+            "negative kind 'same-dialogue' needs the pairs' dialogues: build the SelectionData from "
+            "train.corpora.response_pairs_with_dialogues"
+        )
+    if "retrieved" in kinds:
+        if retrieval is None:
+            raise ValueError("negative kind 'retrieved' needs a retrieval index (train.retrieval.RetrievalIndex)")
+        retrieval.check_pool(data.pool)
+
+
+def _generate(kind: str, data: SelectionData, row: int, rng: np.random.Generator, retrieval) -> str | None:
+    """One candidate of a hard ``kind`` for pair ``row`` (not yet checked against the rules)."""
+    context, gold = data.contexts[row], data.responses[row]
+    if kind == "same-dialogue":
+        return same_dialogue_negative(data.dialogues[row], data.turn_indices[row], rng)
+    if kind == "echo":
+        # The dialogue's own turns when known: ConvAI2's persona lines are context, not turns.
+        turns = data.dialogues[row][: data.turn_indices[row]] if data.dialogues is not None else context
+        return echo_negative(turns or context, gold, rng)
+    if kind == "speaker":
+        return speaker_negative(context, gold, rng)
+    if kind == "repeat":
+        return repeat_negative(gold, rng)
+    if kind == "drop":
+        return drop_negative(gold, rng)
+    if kind == "shuffle":
+        return shuffle_negative(gold, rng)
+    if kind == "retrieved":
+        return retrieved_negative(gold, context, retrieval, rng)
+    raise ValueError(f"no generator for negative kind {kind!r}")
+
+
+def acceptable(kind: str, candidate: str | None, gold: str, context: Sequence[str], taken=()) -> bool:
+    """Whether ``candidate`` is a valid ``kind`` negative for (context, gold): not a copy of the gold,
+    a changed word sequence for perturbations, not a context turn unless the kind is one, not already ``taken``."""
+    if candidate is None or candidate == gold or candidate in taken:
+        return False
+    if normalise(candidate) == normalise(gold):
+        return False
+    if kind in PERTURBATIONS and candidate.split() == gold.split():
+        return False
+    return kind in CONTEXT_KINDS or candidate not in context
+
+
+def _hard_negatives(kind, count, data, row, seed, retrieval, taken) -> list[str]:
+    """Up to ``count`` distinct valid ``kind`` negatives for ``row``, from the stream ``(seed, row, kind)``."""
+    rng = _rng(seed, row, KINDS.index(kind))
+    context, gold = data.contexts[row], data.responses[row]
+    out: list[str] = []
+    for _ in range(count * ATTEMPTS):
+        if len(out) == count:
+            break
+        candidate = _generate(kind, data, row, rng, retrieval)
+        if candidate is None:  # this kind cannot make one here
+            break
+        if acceptable(kind, candidate, gold, context, [*taken, *out]):
+            out.append(candidate)
+    return out
+
+
+def _random_table(data: SelectionData, n: int, seed: int) -> list[list[str]]:
+    """``data.negatives(n, seed)``, computed once per (n, seed) and kept on ``data`` (the last two)."""
+    cache = data.__dict__.setdefault("_negatives_cache", {})
+    if (n, seed) not in cache:
+        while len(cache) >= 2:
+            cache.pop(next(iter(cache)))
+        cache[(n, seed)] = data.negatives(n, seed)
+    return cache[(n, seed)]
+
+
+def draw_labelled_negatives(
+    data: SelectionData,
+    rows: Sequence[int],
+    n: int,
+    mix: NegativeMix,
+    *,
+    seed: int,
+    epoch: int,
+    retrieval: RetrievalIndex | None = None,
+    resample: bool = False,
+) -> list[list[tuple[str, str]]]:
+    """:func:`draw_negatives` with each negative's kind: ``(kind, text)``; fallbacks are labelled ``random``."""
+    _check(data, mix.kinds, retrieval)
+    random_seed = seed + epoch if resample else seed
+    table = _random_table(data, n, random_seed)  # also the first source of fallbacks
+    if mix.random_only:
+        return [[("random", text) for text in table[int(row)]] for row in rows]
+    rank = {kind: i for i, kind in enumerate(mix.kinds)}
+    out = []
+    for row in map(int, rows):
+        counts = mix.allocate(n, _rng(seed, row, _ALLOCATION))
+        context, gold = data.contexts[row], data.responses[row]
+        chosen: list[tuple[str, str]] = []
+        for kind in mix.kinds:
+            if kind != "random" and counts[kind]:
+                taken = [text for _, text in chosen]
+                chosen += [
+                    (kind, text) for text in _hard_negatives(kind, counts[kind], data, row, seed, retrieval, taken)
+                ]
+        missing = n - len(chosen)
+        taken = {text for _, text in chosen}
+        randoms = [text for text in table[row] if text not in taken and acceptable("random", text, gold, context)]
+        randoms = randoms[:missing]
+        extra = _rng(random_seed, row, _RANDOM_EXTRA) if len(randoms) < missing else None
+        while len(randoms) < missing:
+            text = random_negative(data.pool, gold, context, extra, avoid=[*taken, *randoms])
+            if text is None:
+                raise ValueError(f"pair {row}: the pool has too few utterances for {n} distinct negatives")
+            randoms.append(text)
+        labelled = chosen + [("random", text) for text in randoms]
+        out.append(sorted(labelled, key=lambda item: rank.get(item[0], len(rank))))  # stable: mix order
+    return out
+
+
+def draw_negatives(
+    data: SelectionData,
+    rows: Sequence[int],
+    n: int,
+    mix: NegativeMix,
+    *,
+    seed: int,
+    epoch: int,
+    retrieval: RetrievalIndex | None = None,
+    resample: bool = False,
+) -> list[list[str]]:
+    """``n`` negatives for each pair in ``rows`` (in order), a deterministic function of (seed, epoch, row).
+
+    Each pair's ``n`` slots go to the kinds by :meth:`NegativeMix.allocate`; the negatives come
+    out grouped by kind in the mix's order (fallbacks with the random ones). Hard negatives and
+    the allocation depend on ``seed`` and ``row`` only; random negatives on ``seed + epoch`` if
+    ``resample`` (drawn afresh each epoch), else on ``seed`` (fixed, the authors' way): a resumed
+    run, or another batch composition, sees the same negatives for the same (epoch, row). With
+    the mix ``random:1`` the result is ``data.negatives(n, seed + epoch if resample else seed)``
+    row for row, i.e. :func:`train.data.epoch_negatives`.
+
+    Raises ValueError if a kind needs what ``data`` lacks (dialogues for ``same-dialogue``), if
+    ``retrieved`` has no ``retrieval`` index, or :class:`train.retrieval.PoolMismatchError` if the
+    index was built for another pool.
+    """
+    labelled = draw_labelled_negatives(
+        data, rows, n, mix, seed=seed, epoch=epoch, retrieval=retrieval, resample=resample
+    )
+    return [[text for _, text in row] for row in labelled]
+
+
+def validation_candidates(
+    data: SelectionData,
+    kinds: Sequence[str],
+    *,
+    seed: int,
+    retrieval: RetrievalIndex | None = None,
+    fallback: bool = True,
+) -> dict[str, list[str | None]]:
+    """One fixed negative per pair for each kind (for per-kind gold-vs-kind AUCs on validation).
+
+    Pair ``row``'s ``kind`` negative comes from the stream ``(seed, row, kind)``. Where the kind
+    cannot make one, it is a random one if ``fallback``, else ``None`` (so that an AUC can leave
+    those pairs out). ``retrieved`` needs an index built for this data's pool (for a validation
+    split: ``python -m train retrieval-index --split validation``).
+    """
+    _check(data, kinds, retrieval)
+    out: dict[str, list[str | None]] = {}
+    for kind in kinds:
+        values: list[str | None] = []
+        for row in range(len(data)):
+            context, gold = data.contexts[row], data.responses[row]
+            if kind == "random":
+                values.append(random_negative(data.pool, gold, context, _rng(seed, row, KINDS.index(kind))))
+                continue
+            found = _hard_negatives(kind, 1, data, row, seed, retrieval, ())
+            if not found and fallback:
+                found = [random_negative(data.pool, gold, context, _rng(seed, row, _FALLBACK))]
+            values.append(found[0] if found else None)
+        out[kind] = values
+    return out

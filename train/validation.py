@@ -1,0 +1,69 @@
+"""Validation signals that select a checkpoint without looking at a test set.
+
+After every evaluation, on the validation split (its first ``valid_limit`` pairs):
+
+- ``recall_at_1`` and ``mrr``: the gold among its 1 + N fixed random candidates (the paper's task);
+- ``auc_f/<kind>`` and ``auc_density/<kind>``: for each negative kind, the probability that the
+  gold outscores that kind's negative of the same context (one fixed negative per pair,
+  ``train.negatives.validation_candidates``), by the classifier f(c, r) and by DEnsity's
+  -distance. The distance needs a Gaussian: it is fitted afresh at each evaluation to the current
+  encoder's features of ``valid_fit_pairs`` training gold pairs (a fixed seeded sample), not the
+  whole corpus, so these AUCs are for comparing checkpoints, not the released statistics;
+- ``dev_pearson`` and ``dev_spearman`` (x100), if human judgments are given: DEnsity's -distance
+  against the human scores of DailyDialog-Zhao's first 20 % of rows (the authors' own validation
+  rows; ``benchmarks.sets`` protocol ``dev``).
+
+Everything here is numpy; AUCs and rank correlations are checked against scikit-learn and scipy
+in the tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks of ``values`` (n,), ties given their average rank."""
+    values = np.asarray(values, dtype=np.float64)
+    order = np.argsort(values, kind="stable")
+    sorted_values = values[order]
+    ranks = np.empty(len(values), dtype=np.float64)
+    starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
+    ends = np.r_[starts[1:], len(values)]
+    for start, end in zip(starts, ends):
+        ranks[order[start:end]] = (start + end + 1) / 2
+    return ranks
+
+
+def auc(positive: Sequence[float], negative: Sequence[float]) -> float:
+    """P(a positive outscores a negative), ties counted half (Mann-Whitney U / (n_pos n_neg))."""
+    positive, negative = np.asarray(positive, dtype=np.float64), np.asarray(negative, dtype=np.float64)
+    if not len(positive) or not len(negative):
+        return float("nan")
+    ranks = average_ranks(np.concatenate([positive, negative]))
+    u = ranks[: len(positive)].sum() - len(positive) * (len(positive) + 1) / 2
+    return float(u / (len(positive) * len(negative)))
+
+
+def pearson(x: Sequence[float], y: Sequence[float]) -> float:
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    x, y = x - x.mean(), y - y.mean()
+    denominator = np.sqrt((x * x).sum() * (y * y).sum())
+    return float((x * y).sum() / denominator) if denominator else float("nan")
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    return pearson(average_ranks(x), average_ranks(y))
+
+
+@dataclass
+class DevJudgments:
+    """Human judgments to validate on: contexts (n lists of turns), responses (n), human scores (n,)."""
+
+    contexts: list[list[str]]
+    responses: list[str]
+    human: np.ndarray
+    name: str = "dev"
