@@ -188,7 +188,7 @@ class Encoder:
         tokenizer: its fast tokenizer.
         pair_format: how a pair becomes token ids (:class:`density_metric.pair_format.PairFormat`).
         device: ``"auto"`` (CUDA if present), ``"cpu"``, ``"cuda:1"``...
-        dtype: autocast dtype: ``"auto"`` (bfloat16 on CUDA and on CPUs with native bf16, else float32),
+        dtype: autocast dtype: ``"auto"`` (bfloat16 on CUDA, float32 on CPU; see :func:`resolve_dtype`),
             ``"float32"``, ``"bfloat16"`` or ``"float16"`` (CUDA only).
         cls_only_last_layer: compute the model's last layer for [CLS] only (BERT models;
             :mod:`density_metric.last_layer`).

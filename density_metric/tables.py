@@ -97,6 +97,13 @@ class Table:
     columns: list[str]
 
 
+def _check_format(fmt: str | None, path: str | Path) -> str:
+    """``fmt`` itself, or a ValueError naming it and the file."""
+    if fmt not in _FORMAT_NAMES:
+        raise ValueError(f"unknown table format {fmt!r} for {path}; formats: {', '.join(_FORMAT_NAMES)}")
+    return fmt
+
+
 def table_format(path: str | Path, fmt: str | None = None) -> str:
     """``fmt`` if given, else the format named by the extension of ``path``: ``"jsonl"``, ``"csv"`` or ``"parquet"``.
 
@@ -104,9 +111,7 @@ def table_format(path: str | Path, fmt: str | None = None) -> str:
         ValueError: for an unknown ``fmt``, or an extension not in :data:`FORMATS`.
     """
     if fmt:
-        if fmt not in _FORMAT_NAMES:
-            raise ValueError(f"unknown table format {fmt!r} for {path}; formats: {', '.join(_FORMAT_NAMES)}")
-        return fmt
+        return _check_format(fmt, path)
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
         raise ValueError(f"cannot tell the format of {path} from its extension {suffix!r} (known: {_KNOWN_SUFFIXES})")
@@ -376,8 +381,7 @@ def check_writable(path: str | Path, fmt: str, records: Sequence[dict[str, Any]]
             directory cannot be created; or the format is unknown.
     """
     path = Path(path)
-    if fmt not in _FORMAT_NAMES:
-        raise ValueError(f"unknown table format {fmt!r} for {path}; formats: {', '.join(_FORMAT_NAMES)}")
+    _check_format(fmt, path)
     if path.is_dir():
         raise ValueError(f"cannot write {path}: it is a directory")
     for parent in path.parents:  # nearest first: the first that exists must be a directory
@@ -401,8 +405,7 @@ def write_records(path: str | Path, fmt: str, records: Sequence[dict[str, Any]],
     once complete (:func:`os.replace`); on any exception, Ctrl-C included, it is removed.
     """
     path = Path(path)
-    if fmt not in _FORMAT_NAMES:
-        raise ValueError(f"unknown table format {fmt!r} for {path}; formats: {', '.join(_FORMAT_NAMES)}")
+    _check_format(fmt, path)
     path.parent.mkdir(parents=True, exist_ok=True)
     # Same directory, so the rename is atomic. Opened with "x" rather than mkstemp: its mode is then the
     # umask's, as the file's would be, not 0600.

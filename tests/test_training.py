@@ -399,3 +399,16 @@ def test_the_loss_with_hard_negatives_equals_a_naive_loop(backbone, tmp_path):
         log_denominator = np.log(sum(np.exp(z[i] @ z[a] / 0.1) for a in others))
         scl.append(-np.mean([z[i] @ z[p] / 0.1 - log_denominator for p in gold if p != i]))
     assert loss == pytest.approx(ce + np.mean(scl), rel=1e-4)
+
+
+def test_a_validation_index_built_for_another_pool_is_an_error_not_a_silent_skip(backbone, tmp_path):
+    from train.retrieval import PoolMismatchError, RetrievalIndex, split_path
+
+    train, valid = dialogue_data()
+    texts = ["one", "two", "three"]
+    index = RetrievalIndex.from_embeddings(texts, np.eye(3, dtype=np.float32), k=2, ceiling=0.75)
+    index.save(split_path(tmp_path / "index.safetensors", "validation"))
+    config = config_for(backbone, retrieval_index=str(tmp_path / "index.safetensors"))
+    with pytest.raises(PoolMismatchError):
+        Trainer(config, train, valid, tmp_path / "run")
+    assert "retrieved" not in Trainer(config_for(backbone), train, valid, tmp_path / "plain").valid_kinds

@@ -273,14 +273,13 @@ def push_command(args) -> None:
 def retrieval_index_command(args) -> None:
     """Embed a split's unique utterances and write their nearest neighbours (train/retrieval.py)."""
     from .data import SelectionData
-    from .retrieval import RetrievalIndex, similarity_bands
+    from .retrieval import CACHE_DIR, RetrievalIndex, similarity_bands, split_path
 
     started = time.perf_counter()
     train_pairs, valid_pairs = load_corpus(args)
     contexts, responses = (train_pairs if args.split == "train" else valid_pairs)[:2]
     pool = SelectionData.from_pairs(contexts, responses).pool
-    suffix = "" if args.split == "train" else f"-{args.split}"
-    out = args.out or Path("runs/cache") / f"retrieval-{args.corpus}{suffix}.safetensors"
+    out = args.out or split_path(CACHE_DIR / f"retrieval-{args.corpus}.safetensors", args.split)
     index = RetrievalIndex.build(
         pool,
         k=args.k,

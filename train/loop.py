@@ -234,15 +234,13 @@ class Trainer:
         self.dev = dev
 
     def _retrieval_index(self, pool, split: str = "train"):
-        """The retrieval index of ``pool``: ``config.retrieval_index`` (train), or beside it with
-        ``-validation`` before the suffix; a missing file says the command that builds it."""
-        from .retrieval import RetrievalIndex
+        """The retrieval index of ``pool``: ``config.retrieval_index`` for train, the file beside it
+        for another split (``train.retrieval.split_path``); a missing file says the command that builds it."""
+        from .retrieval import RetrievalIndex, split_path
 
         if not self.config.retrieval_index:
             raise ValueError("negative kind 'retrieved' needs --retrieval-index (python -m train retrieval-index)")
-        path = Path(self.config.retrieval_index)
-        if split != "train":
-            path = path.with_name(f"{path.stem}-{split}{path.suffix}")
+        path = split_path(self.config.retrieval_index, split)
         if not path.is_file():
             raise ValueError(
                 f"{path}: no retrieval index; build it with python -m train retrieval-index (--split {split})"
@@ -250,26 +248,27 @@ class Trainer:
         return RetrievalIndex.load(path, pool)
 
     def _validation_candidates(self, valid: SelectionData) -> dict[str, list[str]]:
-        """One fixed negative per validation pair for each kind of ``config.validation_kinds``."""
+        """One fixed negative per validation pair for each kind of ``config.validation_kinds``.
+
+        ``all`` leaves out ``same-dialogue`` without dialogues and ``retrieved`` without a
+        validation index file; an index built for another pool is still an error.
+        """
+        from .retrieval import split_path
+
         wanted = self.config.validation_kinds
         if not wanted:
             return {}
-        retrieval = None
         if wanted == "all":
             kinds = [k for k in KINDS if k != "same-dialogue" or valid.dialogues is not None]
-            try:
-                retrieval = self._retrieval_index(valid.pool, "validation") if self.config.retrieval_index else None
-            except ValueError:
-                retrieval = None
-            if retrieval is None:
+            index = self.config.retrieval_index
+            if not index or not split_path(index, "validation").is_file():
                 kinds.remove("retrieved")
         else:
             kinds = [kind.strip() for kind in wanted.split(",")]
             unknown = [kind for kind in kinds if kind not in KINDS]
             if unknown:
                 raise ValueError(f"validation_kinds: unknown kind(s) {unknown}; kinds: {KINDS}")
-            if "retrieved" in kinds:
-                retrieval = self._retrieval_index(valid.pool, "validation")
+        retrieval = self._retrieval_index(valid.pool, "validation") if "retrieved" in kinds else None
         return validation_candidates(valid, kinds, seed=self.config.negatives_seed, retrieval=retrieval)
 
     def _steps_per_epoch(self) -> int:
@@ -413,15 +412,12 @@ class Trainer:
         data, group_size = self.valid_data, 1 + config.negatives
         mine = range(accelerator.process_index, len(data), accelerator.num_processes)
         totals = torch.zeros(3, device=accelerator.device)
-        for start in range(0, len(mine), config.eval_batch_size):
-            rows = mine[start : start + config.eval_batch_size]
-            contexts = [data.contexts[i] for i in rows]
-            candidates = [[data.responses[i], *self.valid_negatives[i]] for i in rows]
-            batch = _encode_groups(self.tokenizer, config, contexts, candidates)
-            with accelerator.autocast():
-                _, logits = self.model({name: tensor.to(accelerator.device) for name, tensor in batch.items()})
-            recall, mrr = recall_and_mrr(logits, group_size)
-            totals += torch.stack([recall.sum(), mrr.sum(), torch.tensor(float(len(rows)), device=totals.device)])
+        if len(mine):
+            contexts = [data.contexts[i] for i in mine]
+            candidates = [[data.responses[i], *self.valid_negatives[i]] for i in mine]
+            _, logits = self._outputs(contexts, candidates)
+            recall, mrr = recall_and_mrr(torch.from_numpy(logits), group_size)
+            totals += torch.tensor([recall.sum().item(), mrr.sum().item(), float(len(mine))], device=totals.device)
         totals = accelerator.reduce(totals, "sum")
         metrics = {"recall_at_1": (totals[0] / totals[2]).item(), "mrr": (totals[1] / totals[2]).item()}
         if accelerator.num_processes == 1 and (self.valid_kinds or self.dev is not None):
@@ -430,7 +426,8 @@ class Trainer:
         return metrics
 
     def _outputs(self, contexts, groups) -> tuple[np.ndarray, np.ndarray]:
-        """Features (n, d) float64 and f(c, r) (n,) float64 of every candidate, group after group."""
+        """Features (n, d) float64 and f(c, r) (n,) float64 of every candidate, group after group,
+        ``eval_batch_size`` contexts per forward pass."""
         features, logits = [], []
         for start in range(0, len(contexts), self.config.eval_batch_size):
             stop = start + self.config.eval_batch_size

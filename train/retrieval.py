@@ -76,9 +76,15 @@ logger = logging.getLogger(__name__)
 FORMAT_VERSION = "1"
 DEFAULT_K = 20
 DEFAULT_CEILING = 0.75
-DEFAULT_PATH = Path("runs/cache/retrieval-dailydialog.safetensors")
+CACHE_DIR = Path("runs/cache")  # ignored by git
 ENCODER = "minilm"  # train.model.BACKBONE_ALIASES: the offline all-MiniLM-L6-v2
 MAX_TOKENS = 256  # all-MiniLM-L6-v2's own max_seq_length
+
+
+def split_path(train_index: str | Path, split: str) -> Path:
+    """Where the index of ``split`` lies: the training split's own path, or beside it as ``NAME-<split>.EXT``."""
+    train_index = Path(train_index)
+    return train_index if split == "train" else train_index.with_name(f"{train_index.stem}-{split}{train_index.suffix}")
 
 
 class PoolMismatchError(ValueError):
