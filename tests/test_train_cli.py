@@ -80,3 +80,21 @@ def test_version_comes_from_the_package_metadata():
     import density_metric
 
     assert density_metric.__version__ == version("density-metric")
+
+
+def test_sample_pairs_is_a_seeded_sample_in_corpus_order():
+    from train.__main__ import sample_pairs
+
+    contexts = [f"c{i}" for i in range(100)]
+    responses = [f"r{i}" for i in range(100)]
+    picked = sample_pairs((contexts, responses), 10, seed=3)
+    assert len(picked[0]) == 10
+    # each context keeps its own response, and the order is the corpus's
+    assert [c[1:] for c in picked[0]] == [r[1:] for r in picked[1]]
+    assert [int(c[1:]) for c in picked[0]] == sorted(int(c[1:]) for c in picked[0])
+    assert picked == sample_pairs((contexts, responses), 10, seed=3)
+    assert picked != sample_pairs((contexts, responses), 10, seed=4)
+    assert sample_pairs((contexts, responses), 0, seed=3) == (contexts, responses)
+    assert sample_pairs((contexts, responses), 500, seed=3) == (contexts, responses)
+    with pytest.raises(ValueError, match="--fit-pairs"):
+        sample_pairs((contexts, responses), -1, seed=3)

@@ -184,6 +184,20 @@ def load_dev_judgments(data_dir: str):
     return DevJudgments(contexts, [row["response"] for row in rows], np.asarray(human, dtype=np.float64), "zhao_dev")
 
 
+def sample_pairs(pairs: tuple, n: int, seed: int) -> tuple:
+    """A seeded sample of ``n`` of the (contexts, responses) ``pairs``, in corpus order; all if ``n`` is 0
+    or not smaller than the corpus."""
+    import numpy as np
+
+    if n < 0:
+        raise ValueError(f"--fit-pairs must be 0 (all) or positive, got {n}")
+    total = len(pairs[0])
+    if n == 0 or n >= total:
+        return pairs
+    index = np.sort(np.random.default_rng(seed).choice(total, size=n, replace=False))
+    return tuple([side[i] for i in index] for side in pairs)
+
+
 def train_command(args) -> None:
     from .data import SelectionData
     from .loop import TrainConfig, Trainer
@@ -225,7 +239,7 @@ def train_command(args) -> None:
     trainer = Trainer(
         config, SelectionData.from_pairs(*train_data), SelectionData.from_pairs(*valid_data), args.out, dev=dev
     )
-    train_pairs, valid_pairs = train_data[:2], valid_data[:2]
+    train_pairs, valid_pairs = sample_pairs(train_data[:2], args.fit_pairs, config.seed), valid_data[:2]
     progress = trainer.train(stop_after_seconds=args.max_minutes * 60 if args.max_minutes else None)
     if progress["epoch"] < config.epochs:
         print(json.dumps({"stopped": progress, "resume": "run the same command again"}))
@@ -354,6 +368,12 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--name", default="")
     train.add_argument("--repo-id", default=None, help="for the model card's usage example")
     train.add_argument("--fit-batch-size", type=int, default=64)
+    train.add_argument(
+        "--fit-pairs",
+        type=int,
+        default=0,
+        help="fit the final Gaussian on a seeded sample of this many training pairs (default 0: all; for pilots)",
+    )
     train.add_argument("--estimator", choices=ESTIMATORS, default="pinv", help="covariance estimator of the Gaussian")
     train.add_argument(
         "--weights-dtype",
