@@ -355,6 +355,7 @@ class Trainer:
                         "step": self.progress["global_step"],
                         "loss": mean_loss,
                         "lr": self.scheduler.get_last_lr()[0],
+                        "elapsed": round(time.monotonic() - started, 2),  # seconds since this process began
                     }
                 )
                 taken += 1
@@ -389,8 +390,10 @@ class Trainer:
 
     def _evaluate_and_select(self, epoch: int) -> None:
         """Evaluate, log, and keep the model in best/ if ``config.select_on`` improved."""
+        started = time.monotonic()
         metrics = self.evaluate()
-        self._log({"type": "eval", "epoch": epoch, "step": self.progress["global_step"], **metrics})
+        seconds = round(time.monotonic() - started, 1)
+        self._log({"type": "eval", "epoch": epoch, "step": self.progress["global_step"], "seconds": seconds, **metrics})
         value = metrics.get(self.config.select_on)
         if value is None:
             raise ValueError(
