@@ -1,0 +1,80 @@
+"""One table for a pilot: each arm's cost, validation signals, DailyDialog-Zhao ``dev`` and probes.
+
+    python -m benchmarks.pilot_table results/pilots/mix --arms random mix mix-no-probe-kinds
+
+Each arm is a folder ``ROOT/ARM`` holding the run's ``log.jsonl`` (copied from the run folder)
+and the ``human_correlation.json`` that ``python -m benchmarks.human_correlation --protocols dev``
+wrote for the arm's fitted checkpoint. Writes ``ROOT/table.md`` (arms as columns) unless
+``--out`` says otherwise, and prints it. Reads no test rows: only what those two files hold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+# Validation kinds that no probe copies (the tie-break of results/pilots/PROTOCOL.md).
+NON_PROBE_KINDS = ("random", "same-dialogue", "drop", "shuffle", "retrieved")
+
+
+def read_arm(folder: Path) -> dict:
+    """The numbers of one arm: cost, last evaluation, and the checkpoint's dev correlation and probes."""
+    records = [json.loads(line) for line in (folder / "log.jsonl").read_text(encoding="utf-8").splitlines()]
+    steps = [r for r in records if r["type"] == "train"]
+    evals = [r for r in records if r["type"] == "eval"]
+    if not steps or not evals:
+        raise ValueError(f"{folder / 'log.jsonl'}: needs train and eval records, has {len(steps)} and {len(evals)}")
+    last = evals[-1]
+    arm = {
+        "steps": steps[-1]["step"],
+        "train minutes": steps[-1].get("elapsed", float("nan")) / 60,
+        "seconds per step": steps[-1].get("elapsed", float("nan")) / steps[-1]["step"],
+        "eval minutes": last.get("seconds", float("nan")) / 60,
+        "final loss (mean of last 20 steps)": sum(r["loss"] for r in steps[-20:]) / len(steps[-20:]),
+    }
+    arm.update({k: v for k, v in last.items() if k not in ("type", "epoch", "step", "seconds")})
+    kinds = [k for k in NON_PROBE_KINDS if f"auc_density/{k}" in last]
+    if kinds:
+        arm["mean auc_density, non-probe kinds"] = sum(last[f"auc_density/{k}"] for k in kinds) / len(kinds)
+    report_path = folder / "human_correlation.json"
+    if report_path.is_file():
+        report = json.loads(report_path.read_text(encoding="utf-8"))
+        dev = report["sets"].get("dailydialog_zhao", {}).get("dev", {})
+        for metric, name in (("DEnsity", "checkpoint"), ("f(c,r) classifier", "checkpoint f(c,r)")):
+            if metric in dev:
+                arm[f"zhao_dev_pearson ({name})"] = dev[metric]["pearson"]
+                arm[f"zhao_dev_spearman ({name})"] = dev[metric]["spearman"]
+        for probe, accuracy in report["probes"]["accuracy"].items():
+            for metric, value in accuracy.items():
+                arm[f"probe {probe}: {metric}"] = value
+    return arm
+
+
+def markdown(arms: dict[str, dict], title: str) -> str:
+    names = list(arms)
+    rows = list(dict.fromkeys(key for arm in arms.values() for key in arm))
+    lines = [f"# {title}", "", "| | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(names)]
+    for row in rows:
+        cells = []
+        for name in names:
+            value = arms[name].get(row)
+            cells.append("–" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value))
+        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.pilot_table", description=__doc__.split("\n\n")[0])
+    parser.add_argument("root", type=Path, help="folder with one subfolder per arm")
+    parser.add_argument("--arms", nargs="+", required=True)
+    parser.add_argument("--title", default="Pilot")
+    parser.add_argument("--out", type=Path, default=None, help="default: ROOT/table.md")
+    args = parser.parse_args(argv)
+    text = markdown({arm: read_arm(args.root / arm) for arm in args.arms}, args.title)
+    (args.out or args.root / "table.md").write_text(text, encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

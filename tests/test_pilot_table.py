@@ -1,0 +1,57 @@
+"""The pilot table reads each arm's log and meta-evaluation report and nothing else."""
+
+import json
+
+import pytest
+
+from benchmarks.pilot_table import main, read_arm
+
+
+def write_arm(folder, loss_offset: float, dev_spearman: float):
+    folder.mkdir(parents=True)
+    steps = [
+        {"type": "train", "epoch": 0, "step": s, "loss": loss_offset + s, "lr": 1e-5, "elapsed": 6.0 * s}
+        for s in range(1, 31)
+    ]
+    evaluation = {"type": "eval", "epoch": 0, "step": 30, "seconds": 120.0, "recall_at_1": 0.5, "mrr": 0.6}
+    evaluation.update(
+        {"auc_density/random": 0.9, "auc_density/drop": 0.7, "auc_density/echo": 0.1, "zhao_dev_spearman": dev_spearman}
+    )
+    (folder / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [*steps, evaluation]))
+    report = {
+        "sets": {"dailydialog_zhao": {"dev": {"DEnsity": {"pearson": 40.0, "spearman": 41.0}}}},
+        "probes": {"accuracy": {"echo": {"DEnsity": 0.25, "f(c,r) classifier": 0.5}}},
+    }
+    (folder / "human_correlation.json").write_text(json.dumps(report))
+
+
+def test_arm_numbers_come_from_its_files(tmp_path):
+    write_arm(tmp_path / "a", 0.0, 30.0)
+    arm = read_arm(tmp_path / "a")
+    assert arm["steps"] == 30
+    assert arm["train minutes"] == pytest.approx(180 / 60)
+    assert arm["seconds per step"] == pytest.approx(6.0)
+    assert arm["eval minutes"] == pytest.approx(2.0)
+    assert arm["final loss (mean of last 20 steps)"] == pytest.approx(sum(range(11, 31)) / 20)
+    # echo is a probe's recipe: the tie-break mean leaves it out
+    assert arm["mean auc_density, non-probe kinds"] == pytest.approx((0.9 + 0.7) / 2)
+    assert arm["zhao_dev_spearman"] == 30.0
+    assert arm["zhao_dev_spearman (checkpoint)"] == 41.0
+    assert arm["probe echo: f(c,r) classifier"] == 0.5
+
+
+def test_table_has_one_column_per_arm(tmp_path, capsys):
+    write_arm(tmp_path / "a", 0.0, 30.0)
+    write_arm(tmp_path / "b", 1.0, 35.0)
+    main([str(tmp_path), "--arms", "a", "b", "--title", "Mix pilot"])
+    text = (tmp_path / "table.md").read_text()
+    assert text.startswith("# Mix pilot")
+    assert "| | a | b |" in text
+    assert "| zhao_dev_spearman | 30 | 35 |" in text
+
+
+def test_an_arm_without_evaluation_is_refused(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "log.jsonl").write_text(json.dumps({"type": "train", "step": 1, "loss": 1.0}) + "\n")
+    with pytest.raises(ValueError, match="log.jsonl: needs train and eval records, has 1 and 0"):
+        read_arm(tmp_path / "a")
