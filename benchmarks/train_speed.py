@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from density_metric.pair_format import PairFormat
@@ -76,7 +77,13 @@ def main() -> None:
     parser.add_argument(
         "--data-dir", default="../shared/data", help="folder with dailydialog/ (default: ../shared/data)"
     )
-    parser.add_argument("--train-pairs", type=int, default=4000, help="training pairs to draw batches from")
+    parser.add_argument(
+        "--train-pairs",
+        type=int,
+        default=4000,
+        help="a seeded sample of this many training pairs to draw batches from (the corpus's first pairs "
+        "have shorter contexts than the rest: 3.7 s against 6.0 s per shared-context step at 128 tokens)",
+    )
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--max-length", type=int, default=256)
@@ -87,7 +94,8 @@ def main() -> None:
     args = parser.parse_args()
 
     contexts, responses = response_pairs(load_dailydialog(Path(args.data_dir) / "dailydialog", "train"))
-    train = SelectionData.from_pairs(contexts[: args.train_pairs], responses[: args.train_pairs])
+    sample = np.sort(np.random.default_rng(0).permutation(len(contexts))[: args.train_pairs])
+    train = SelectionData.from_pairs([contexts[i] for i in sample], [responses[i] for i in sample])
     valid = SelectionData.from_pairs(contexts[:64], responses[:64])
     negatives = epoch_negatives(train, 15, 42, 0, False)
     best = {name: float("inf") for name in args.arms}
@@ -103,6 +111,7 @@ def main() -> None:
         "torch_threads": torch.get_num_threads(),
         "max_length": args.max_length,
         "max_response_length": args.max_response_length,
+        "train_pairs": f"seeded sample of {args.train_pairs}",
         "contexts_per_step": 16,
         "contexts_per_micro_batch": args.micro_batch,
         "candidates_per_context": 16,
