@@ -111,8 +111,11 @@ def embed(
     max_tokens: int = MAX_TOKENS,
     batch_tokens: int = 16_384,
     progress: bool = False,
+    pooling: str = "mean",
+    normalize: bool = True,
 ) -> np.ndarray:
-    """(n, d) float32 embeddings: mean of the last layer over non-padding tokens, L2-normalised.
+    """(n, d) float32 embeddings: the last layer pooled over non-padding tokens (``pooling`` "mean",
+    the default, or "max"), L2-normalised unless ``normalize`` is False.
 
     Texts are encoded in length-sorted batches (little padding) of at most ``batch_size`` texts
     and ``batch_tokens`` padded tokens (which bounds the attention's memory), under
@@ -124,6 +127,8 @@ def embed(
 
     from .model import backbone_path
 
+    if pooling not in ("mean", "max"):
+        raise ValueError(f"pooling must be 'mean' or 'max', got {pooling!r}")
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     model, tokenizer = load_backbone(backbone_path(encoder))
@@ -157,8 +162,11 @@ def embed(
                 mask[j, : len(ids[i])] = 1
             hidden = model(input_ids=input_ids.to(device), attention_mask=mask.to(device)).last_hidden_state.float()
             weights = mask.to(device).unsqueeze(-1).float()
-            pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1)
-            out[rows] = torch.nn.functional.normalize(pooled, dim=-1).cpu().numpy()
+            if pooling == "mean":
+                pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1)
+            else:
+                pooled = hidden.masked_fill(weights == 0, float("-inf")).max(1).values
+            out[rows] = (torch.nn.functional.normalize(pooled, dim=-1) if normalize else pooled).cpu().numpy()
     return out
 
 

@@ -1,0 +1,116 @@
+"""What the baseline metrics share: their weights on disk, frozen embeddings, and early stopping.
+
+Weights are a folder with ``weights.safetensors`` (the trained tensors) and ``config.json``
+(the system, its dimensions, how it was trained). Loading checks both and names the file and
+the problem; nothing is pickled.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+WEIGHTS_FILE = "weights.safetensors"
+CONFIG_FILE = "config.json"
+ENCODER_NOTE = "all-MiniLM-L6-v2, frozen (the papers used BERT-base; it is the only encoder offline here)"
+
+logger = logging.getLogger(__name__)
+
+
+def save_weights(out: str | Path, state: dict[str, torch.Tensor], config: dict) -> None:
+    """Write ``state`` (float32 unless already float16) and ``config`` to ``out``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    stored = {k: (v if v.dtype == torch.float16 else v.float()).detach().contiguous() for k, v in state.items()}
+    save_file(stored, str(out / WEIGHTS_FILE), metadata={"system": config["system"]})
+    (out / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+
+def load_weights(folder: str | Path, system: str) -> tuple[dict[str, torch.Tensor], dict]:
+    """(tensors, config) of ``system``'s weights in ``folder``.
+
+    Raises:
+        ValueError: naming the file: missing, unreadable, another system's, or with NaN values.
+    """
+    folder = Path(folder)
+    config_path, weights_path = folder / CONFIG_FILE, folder / WEIGHTS_FILE
+    for path in (config_path, weights_path):
+        if not path.is_file():
+            raise ValueError(f"{path}: file is missing (python -m benchmarks.baselines train --system {system})")
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{config_path}: not valid JSON ({err})") from None
+    if not isinstance(config, dict) or config.get("system") != system:
+        found = config.get("system") if isinstance(config, dict) else config
+        raise ValueError(f"{config_path}: system is {found!r}, not {system!r}")
+    try:
+        state = load_file(str(weights_path))
+    except Exception as err:  # safetensors raises its own error types for a damaged file
+        raise ValueError(f"{weights_path}: unreadable safetensors file ({err})") from None
+    bad = sorted(k for k, v in state.items() if not torch.isfinite(v.float()).all())
+    if bad:
+        raise ValueError(f"{weights_path}: NaN or infinite values in {bad}")
+    return state, config
+
+
+def load_state_checked(module: torch.nn.Module, state: dict[str, torch.Tensor], path: Path) -> None:
+    """``module.load_state_dict(state)`` with a ValueError naming ``path`` and every misfit tensor."""
+    expected = {k: tuple(v.shape) for k, v in module.state_dict().items()}
+    got = {k: tuple(v.shape) for k, v in state.items()}
+    missing, extra = sorted(set(expected) - set(got)), sorted(set(got) - set(expected))
+    wrong = sorted(k for k in set(expected) & set(got) if expected[k] != got[k])
+    if missing or extra or wrong:
+        raise ValueError(f"{path}: tensors do not fit the model (missing {missing}, unexpected {extra}, shape {wrong})")
+    module.load_state_dict({k: v.float() for k, v in state.items()})
+
+
+def embed_texts(texts: Sequence[str], encoder: str, pooling: str, normalize: bool) -> dict[str, np.ndarray]:
+    """Frozen embedding of every distinct text (``train.retrieval.embed``), as a text -> vector map."""
+    from train.retrieval import embed
+
+    unique = list(dict.fromkeys(texts))
+    vectors = embed(unique, encoder, pooling=pooling, normalize=normalize, progress=len(unique) > 2000)
+    return dict(zip(unique, vectors))
+
+
+def early_stopping(
+    epoch_step: Callable[[int], float],
+    evaluate: Callable[[], float],
+    module: torch.nn.Module,
+    epochs: int,
+    patience: int,
+    desc: str,
+) -> dict:
+    """Run ``epoch_step(epoch)`` (returns the mean training loss) up to ``epochs`` times; after each,
+    ``evaluate()`` (validation loss, lower is better). Keeps the best epoch's weights in ``module``
+    and stops after ``patience`` epochs without improvement. Returns the history."""
+    from tqdm.auto import tqdm
+
+    best = {"epoch": 0, "valid_loss": evaluate(), "state": {k: v.clone() for k, v in module.state_dict().items()}}
+    history = []
+    bar = tqdm(range(1, epochs + 1), desc=desc, unit="epoch")
+    for epoch in bar:
+        module.train()
+        train_loss = epoch_step(epoch)
+        module.eval()
+        valid_loss = evaluate()
+        history.append({"epoch": epoch, "train_loss": train_loss, "valid_loss": valid_loss})
+        bar.set_postfix(valid_loss=f"{valid_loss:.4f}")
+        if valid_loss < best["valid_loss"]:
+            best = {
+                "epoch": epoch,
+                "valid_loss": valid_loss,
+                "state": {k: v.clone() for k, v in module.state_dict().items()},
+            }
+        elif epoch - best["epoch"] >= patience:
+            break
+    module.load_state_dict(best["state"])
+    module.eval()
+    return {"best_epoch": best["epoch"], "best_valid_loss": best["valid_loss"], "history": history}

@@ -1,0 +1,248 @@
+"""BERT-RUBER and MaUde re-implementations: their definitions, training on a tiny corpus, their weights."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import pytest
+import torch
+
+from benchmarks.baselines import available_columns, bert_ruber, load_columns, maude
+from benchmarks.baselines.common import WEIGHTS_FILE
+
+from .tiny import build_tiny_encoder
+
+TOPICS = ["weather", "day", "good", "nice", "fine", "thanks", "hello", "what"]
+FILLER = ["the", "a", "is", "it", "to", "and", "i", "do", "you", "are", "how"]
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("tiny_encoder")
+    model, tokenizer = build_tiny_encoder(directory, initializer_range=0.5)
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return str(directory)
+
+
+def topical_dialogues(n: int, seed: int) -> list[str]:
+    """DailyDialog-format lines: every turn of a dialogue says its topic word, so a reply fits its context."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    for _ in range(n):
+        topic = rng.choice(TOPICS)
+        turns = []
+        for _ in range(rng.integers(3, 6)):
+            words = [rng.choice(FILLER)] + [topic] * int(rng.integers(2, 4))
+            turns.append(" ".join(words[i] for i in rng.permutation(len(words))))
+        lines.append(" __eou__ ".join(turns) + " __eou__")
+    return lines
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("dailydialog")
+    for split, n, seed in (("train", 400, 0), ("validation", 80, 1), ("test", 80, 2)):
+        (folder / f"dialogues_{split}.txt").write_text("\n".join(topical_dialogues(n, seed)) + "\n")
+    return folder
+
+
+def held_out_accuracy(columns, corpus, column: str) -> float:
+    """Share of test pairs where the gold reply outscores a reply of another dialogue."""
+    from train.corpora import load_dailydialog, response_pairs
+
+    contexts, replies = response_pairs(load_dailydialog(corpus, "test"))
+    shuffled = [replies[i] for i in np.random.default_rng(5).permutation(len(replies))]
+    gold = columns(contexts, replies)[column]
+    other = columns(contexts, shuffled)[column]
+    differs = np.array([a != b for a, b in zip(replies, shuffled)])
+    return float(np.mean(gold[differs] > other[differs]))
+
+
+# ------------------------------------------------------------------------------- BERT-RUBER
+
+
+@pytest.fixture(scope="module")
+def ruber(tiny_encoder, corpus, tmp_path_factory):
+    torch.set_num_threads(1)
+    out = tmp_path_factory.mktemp("bert_ruber")
+    report = bert_ruber.train(
+        out, data_dir=corpus, encoder=tiny_encoder, epochs=100, patience=10, batch_size=64, lr=3e-3
+    )
+    return out, report
+
+
+def test_bert_ruber_learns_which_reply_fits(ruber, corpus):
+    out, report = ruber
+    assert report["best_epoch"] >= 1
+    assert held_out_accuracy(load_columns("bert-ruber", out), corpus, bert_ruber.UNREFERENCED) > 0.7
+
+
+def test_bert_ruber_max_pooling_is_a_max_over_real_tokens(tiny_encoder):
+    from transformers import AutoModel, AutoTokenizer
+
+    from benchmarks.baselines.common import embed_texts
+
+    texts = ["hi", "how are you doing today", "fine thanks"]
+    pooled = embed_texts(texts, tiny_encoder, "max", normalize=False)
+    tokenizer, model = AutoTokenizer.from_pretrained(tiny_encoder), AutoModel.from_pretrained(tiny_encoder).eval()
+    for text in texts:  # one text at a time: no padding at all
+        with torch.no_grad():
+            states = model(**tokenizer(text, return_tensors="pt")).last_hidden_state[0].double().numpy()
+        np.testing.assert_allclose(pooled[text], states.max(0), rtol=1e-5, atol=1e-6)
+
+
+def test_bert_ruber_referenced_and_blended_against_numpy():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(5, 8)), rng.normal(size=(5, 8))
+    expected = [float(x @ y / np.sqrt((x @ x) * (y @ y))) for x, y in zip(a, b)]
+    np.testing.assert_allclose(bert_ruber.cosine(a, b), expected, rtol=1e-12)
+    unreferenced, referenced = np.array([0.2, 0.6, 1.0]), np.array([1.0, 3.0, 2.0])
+    # min-max: [0, 0.5, 1] and [0, 1, 0.5]; arithmetic mean
+    np.testing.assert_allclose(bert_ruber.blend(unreferenced, referenced), [0.0, 0.75, 0.75])
+    np.testing.assert_allclose(bert_ruber.min_max(np.array([2.0, 2.0])), [0.5, 0.5])
+
+
+def test_bert_ruber_blends_only_with_references(ruber):
+    columns = load_columns("bert-ruber", ruber[0])
+    contexts, replies = [["hi", "how are you"], ["nice day"]], ["fine thanks", "good day"]
+    assert set(columns(contexts, replies)) == {bert_ruber.UNREFERENCED}
+    assert set(columns(contexts, replies, ["i am fine", ""])) == {bert_ruber.UNREFERENCED}
+    with_refs = columns(contexts, replies, ["i am fine", "what a day"])
+    assert set(with_refs) == {bert_ruber.UNREFERENCED, bert_ruber.BLENDED}
+    assert bert_ruber.query_of(["first", "last"]) == "last" and bert_ruber.query_of([]) == ""
+
+
+# ------------------------------------------------------------------------------------ MaUde
+
+
+def test_maude_word_order_is_a_permutation():
+    rng = np.random.default_rng(0)
+    reply = "i would like a cup of tea please"
+    for _ in range(20):
+        assert sorted(maude.word_order(reply, rng).split()) == sorted(reply.split())
+
+
+def test_maude_word_drop_keeps_a_subsequence_at_the_papers_rate():
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(50)]
+    kept = 0
+    for _ in range(200):
+        out = maude.word_drop(" ".join(words), rng).split()
+        it = iter(words)
+        assert all(word in it for word in out)  # in order, each once
+        kept += len(out)
+    assert kept / (200 * 50) == pytest.approx(1 - maude.DROP_RATE, abs=0.01)
+
+
+def test_maude_word_repeat_repeats_one_of_the_first_two_words():
+    rng = np.random.default_rng(0)
+    reply = "i have a red car"
+    seen = set()
+    for _ in range(50):
+        out = maude.word_repeat(reply, rng).split()
+        assert len(out) == 5
+        start = 1 if out[1] == "have" else 0  # "i have have ..." or "i i i ..."
+        assert out[:start] == reply.split()[:start]
+        assert out[start:] == [reply.split()[start]] * (5 - start)
+        seen.add(start)
+    assert seen == {0, 1}
+    assert maude.word_repeat("hello", rng) == "hello"
+    assert maude.word_order("hello", rng) == "hello"
+    assert maude.word_repeat("", rng) == ""
+
+
+def test_maude_negatives_are_seeded_per_row():
+    replies = ["i have a red car", "the weather is nice today", "ok"]
+    first = maude.syntactic_negatives(replies, seed=3)
+    assert first == maude.syntactic_negatives(replies, seed=3)
+    assert (
+        first[1:]
+        == maude.syntactic_negatives(replies[1:], seed=3)[0:0]
+        + maude.syntactic_negatives(["x"] + replies[1:], seed=3)[1:]
+    )
+    assert first != maude.syntactic_negatives(replies, seed=4)
+    assert [len(row) for row in first] == [len(maude.SYNTACTIC) * maude.PER_KIND] * 3
+
+
+@pytest.fixture(scope="module")
+def maude_weights(tiny_encoder, corpus, tmp_path_factory):
+    torch.set_num_threads(1)
+    out = tmp_path_factory.mktemp("maude")
+    report = maude.train(
+        out,
+        data_dir=corpus,
+        encoder=tiny_encoder,
+        epochs=60,
+        patience=10,
+        batch_size=64,
+        lr=3e-3,
+        down_dim=64,
+        decoder_hidden=64,
+    )
+    return out, report
+
+
+def test_maude_learns_which_reply_fits(maude_weights, corpus):
+    out, report = maude_weights
+    assert report["best_epoch"] >= 1
+    assert held_out_accuracy(load_columns("maude", out), corpus, maude.COLUMN) > 0.7
+
+
+def test_maude_handles_empty_and_one_turn_contexts(maude_weights):
+    columns = load_columns("maude", maude_weights[0])
+    scores = columns([[], ["hi"], ["hi", "how are you", "fine"]], ["hello", "hi", "good"])[maude.COLUMN]
+    assert scores.shape == (3,) and np.all((scores > 0) & (scores < 1))
+
+
+# ---------------------------------------------------------------------------------- weights
+
+
+@pytest.mark.parametrize("system", ["bert-ruber", "maude"])
+def test_round_trip_and_damaged_weights(system, ruber, maude_weights, tmp_path):
+    out = {"bert-ruber": ruber, "maude": maude_weights}[system][0]
+    contexts, replies = [["hi", "how are you"], ["nice day"]], ["fine thanks", "good day"]
+    first, again = load_columns(system, out)(contexts, replies), load_columns(system, out)(contexts, replies)
+    for name in first:
+        np.testing.assert_array_equal(first[name], again[name])
+
+    from safetensors.torch import load_file, save_file
+
+    for name in ("config.json", WEIGHTS_FILE):
+        (tmp_path / name).write_bytes((out / name).read_bytes())
+    state = load_file(str(out / WEIGHTS_FILE))
+    key = next(iter(state))
+    save_file({**state, key: state[key][..., :-1].contiguous()}, str(tmp_path / WEIGHTS_FILE))
+    with pytest.raises(ValueError, match=rf"{WEIGHTS_FILE}: tensors do not fit the model .*shape \['{key}'\]"):
+        load_columns(system, tmp_path)
+    save_file({**state, key: torch.full_like(state[key], float("nan"))}, str(tmp_path / WEIGHTS_FILE))
+    with pytest.raises(ValueError, match=rf"{WEIGHTS_FILE}: NaN or infinite values in \['{key}'\]"):
+        load_columns(system, tmp_path)
+    (tmp_path / WEIGHTS_FILE).write_bytes(b"not safetensors")
+    with pytest.raises(ValueError, match=rf"{WEIGHTS_FILE}: unreadable safetensors file"):
+        load_columns(system, tmp_path)
+    config = json.loads((out / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, "system": "other"}))
+    with pytest.raises(ValueError, match="config.json: system is 'other'"):
+        load_columns(system, tmp_path)
+    (tmp_path / "config.json").unlink()
+    with pytest.raises(ValueError, match=f"config.json: file is missing .*--system {system}"):
+        load_columns(system, tmp_path)
+
+
+def test_available_columns_skips_a_missing_system_and_says_how_to_train_it(ruber, tmp_path, caplog):
+    (tmp_path / "bert-ruber").mkdir()
+    for name in ("config.json", WEIGHTS_FILE):
+        (tmp_path / "bert-ruber" / name).write_bytes((ruber[0] / name).read_bytes())
+    with caplog.at_level(logging.WARNING):
+        found = available_columns(tmp_path, systems=("bert-ruber", "maude"))
+    assert [type(c).__name__ for c in found] == ["BertRuberColumns"]
+    assert "baseline maude skipped: no weights in" in caplog.text
+    assert "python -m benchmarks.baselines train --system maude" in caplog.text
+
+
+def test_unknown_system_is_refused():
+    with pytest.raises(ValueError, match="system must be one of"):
+        load_columns("ruber2")
