@@ -24,8 +24,9 @@ from scipy.stats import pearsonr, spearmanr
 from density_metric import DensityScorer
 from train.corpora import load_dailydialog
 
+from .baselines import WEIGHTS_ROOT, available_columns
 from .probes import PROBES, make_probes
-from .sets import PAPER_DENSITY, PROTOCOLS, JudgmentSet, apply_protocol, context_of, has_protocol, load_sets
+from .sets import PAPER_DENSITY, PROTOCOLS, PUBLISHED, JudgmentSet, apply_protocol, context_of, has_protocol, load_sets
 
 DEFAULT_PROTOCOLS = ("full", "paper")
 
@@ -45,12 +46,21 @@ def correlation(metric: np.ndarray, human: np.ndarray) -> dict:
 
 
 class ModelColumns:
-    """Metric columns that come from one checkpoint: raw and calibrated DEnsity, Euclidean distance."""
+    """Metric columns that come from one checkpoint: raw and calibrated DEnsity, Euclidean distance.
+
+    Like the baselines' column providers (:mod:`benchmarks.baselines`), it is called with
+    contexts, responses and optional references, and says where it may be reported.
+    """
+
+    supervised = False
 
     def __init__(self, scorer: DensityScorer, label: str):
         self.scorer, self.prefix = scorer, f"{label} " if label else ""
 
-    def __call__(self, contexts, responses) -> dict[str, np.ndarray]:
+    def reports(self, set_name: str, protocol: str) -> bool:
+        return True
+
+    def __call__(self, contexts, responses, references=None) -> dict[str, np.ndarray]:
         features = self.scorer.features(contexts, responses)
         distances = self.scorer.stats.distances(features)
         result = self.scorer.result(distances)
@@ -82,21 +92,28 @@ def reference_columns(rows: list[dict]) -> dict[str, np.ndarray]:
     return {"BLEU-2": np.array(bleu2), "ROUGE-L": np.array(rouge_l)}
 
 
-def evaluate_turn_set(
-    judgments: JudgmentSet, columns: list[ModelColumns], with_facts: bool, protocols=DEFAULT_PROTOCOLS
-) -> dict:
-    """Per protocol (those defined for the set): correlation of every metric column with the human scores."""
+def evaluate_turn_set(judgments: JudgmentSet, columns: list, with_facts: bool, protocols=DEFAULT_PROTOCOLS) -> dict:
+    """Per protocol (those defined for the set): correlation of every metric column with the human
+    scores. A supervised column is left out of the protocols that hold the rows it learned from."""
     rows = judgments.rows
     contexts = [context_of(row, with_facts) for row in rows]
     responses = [row["response"] for row in rows]
+    references = [row.get("reference") or "" for row in rows]
     values: dict[str, np.ndarray] = {}
+    provider: dict[str, object] = {}
     for model in columns:
-        values.update(model(contexts, responses))
+        for name, column in model(contexts, responses, references).items():
+            values[name], provider[name] = column, model
     values.update(reference_columns(rows))
     out = {}
     for protocol in (p for p in protocols if has_protocol(judgments, p)):
         index, human = apply_protocol(judgments, protocol)
-        out[protocol] = {name: correlation(column[index], human) for name, column in values.items()}
+        out[protocol] = {
+            name: correlation(column[index], human)
+            for name, column in values.items()
+            if name not in provider or provider[name].reports(judgments.name, protocol)
+        }
+    out["_supervised"] = [name for name, model in provider.items() if model.supervised]
     out["_values"] = {name: column.tolist() for name, column in values.items()}
     out["_human"] = [row["score"] for row in rows]
     return out
@@ -113,7 +130,7 @@ def evaluate_dialogue_set(judgments: JudgmentSet, scorer: DensityScorer, protoco
     return {protocol: out for protocol in ("full", "paper") if protocol in protocols}
 
 
-def run_probes(dialogues, columns: list[ModelColumns], n: int, seed: int) -> dict:
+def run_probes(dialogues, columns: list, n: int, seed: int) -> dict:
     """Share of cases where the gold response outscores each corrupted variant, per metric."""
     cases = make_probes(dialogues, n, seed)
     contexts = [case["context"] for case in cases]
@@ -176,6 +193,45 @@ def plot_histogram(gold, random_, path: Path, label: str) -> None:
     plt.close(fig)
 
 
+def headline(report: dict, protocol: str = "paper") -> list[str]:
+    """Markdown lines of one compact table: metrics as rows, turn-level sets as columns, r / rho under
+    ``protocol``; supervised metrics and published numbers in rows of their own, marked so."""
+    sets = [name for name, result in report["sets"].items() if protocol in result and "DEnsity" in result[protocol]]
+    if not sets:
+        return []
+    supervised = set(report.get("supervised_columns", []))
+    shown = [
+        m
+        for m in dict.fromkeys(m for name in sets for m in report["sets"][name][protocol])
+        if "calibrated" not in m and "Euclidean" not in m
+    ]
+    rows = [(m, m) for m in shown if m not in supervised] + [(m, f"{m} (supervised)") for m in shown if m in supervised]
+
+    def cell(c: dict | None) -> str:
+        if not c:
+            return "–"
+        return f"{c['pearson']:.2f} / {c['spearman']:.2f}" if "pearson" in c else f"– / {c['spearman']:.2f}"
+
+    lines = [
+        f"## Headline ({protocol} protocol, Pearson / Spearman x100)",
+        "",
+        "| metric | " + " | ".join(sets) + " |",
+        "| --- |" + " --- |" * len(sets),
+    ]
+    for metric, label in rows:
+        lines.append(f"| {label} | " + " | ".join(cell(report["sets"][n][protocol].get(metric)) for n in sets) + " |")
+    for metric, values in PUBLISHED.items():
+        lines.append(f"| {metric} (published) | " + " | ".join(cell(values.get(n)) for n in sets) + " |")
+    lines += [
+        "",
+        "Published rows are the papers' numbers, not measurements here; – where our sources have none",
+        "(the DEnsity paper's BERT-RUBER numbers are not among them). A supervised metric learned from",
+        "human ratings, and is never reported on the rows it learned from.",
+        "",
+    ]
+    return lines
+
+
 def markdown(report: dict) -> str:
     lines = [
         f"# Meta-evaluation of `{report['checkpoint']}`",
@@ -192,6 +248,7 @@ def markdown(report: dict) -> str:
         "`dev` (if asked for): the Zhao sets' first 20 % of rows, filtered and rated as in `paper`.",
         "The `paper DEnsity` column is the published value (bert-base, trained), not a measurement.",
         "",
+        *headline(report),
     ]
     for protocol in report.get("protocols", DEFAULT_PROTOCOLS):
         lines += [
@@ -257,6 +314,13 @@ def main(argv=None) -> None:
         default=list(DEFAULT_PROTOCOLS),
         help="protocols to report (default: full paper); 'dev' (the Zhao sets' first 20 %%) only for the sets that have it",
     )
+    parser.add_argument(
+        "--baselines-dir",
+        type=Path,
+        default=WEIGHTS_ROOT,
+        help="trained baselines (python -m benchmarks.baselines train); those whose weights are missing are skipped",
+    )
+    parser.add_argument("--no-baselines", action="store_true", help="leave out BERT-RUBER, MaUde and Zhao et al.")
     parser.add_argument("--no-facts", action="store_true", help="do not put persona/fact lines in front of contexts")
     parser.add_argument("--probes", type=int, default=500)
     parser.add_argument("--histogram-pairs", type=int, default=1000)
@@ -277,6 +341,8 @@ def main(argv=None) -> None:
     columns = [ModelColumns(scorer, "")]
     if args.untuned_checkpoint:
         columns.append(ModelColumns(load(args.untuned_checkpoint), "untuned"))
+    if not args.no_baselines:
+        columns += available_columns(args.baselines_dir)
     sets = load_sets(args.data_dir, args.sets)
     if args.limit:
         for judgments in sets:
@@ -292,6 +358,7 @@ def main(argv=None) -> None:
         "sets": {},
         "figures": [],
         "notes": [],
+        "supervised_columns": [],
     }
     if scorer.checkpoint.head is None:
         report["notes"].append(
@@ -300,6 +367,14 @@ def main(argv=None) -> None:
         )
     if not args.untuned_checkpoint:
         report["notes"].append("no --untuned-checkpoint given, so no untuned-backbone baseline column.")
+    baselines = [column for column in columns if not isinstance(column, ModelColumns)]
+    if baselines:
+        report["notes"].append(
+            "BERT-RUBER, MaUde and Zhao et al. are re-implemented here on all-MiniLM-L6-v2 (the papers used "
+            "BERT-base or RoBERTa); BERT-RUBER blended needs a reference reply, so it appears only on sets "
+            "whose every row has one."
+        )
+        report["baselines"] = {type(c).__name__: getattr(c, "config", {}).get("command", "") for c in baselines}
     for judgments in sets:
         logger.info("scoring %s (%d rows)", judgments.name, len(judgments.rows))
         if judgments.level == "dialogue":
@@ -312,6 +387,8 @@ def main(argv=None) -> None:
         )
         report["figures"].append(figure)
         result.pop("_values")
+        supervised = report["supervised_columns"]
+        supervised += [name for name in result.pop("_supervised") if name not in supervised]
         report["sets"][judgments.name] = result
 
     data_dir = Path(args.data_dir) / "dailydialog"

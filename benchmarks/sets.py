@@ -30,6 +30,13 @@ PAPER_DENSITY = {
     "fed_dialogue": {"spearman": 43.3},
 }
 
+# Other metrics' published numbers (x100) that our sources hold, beside ours in the headline table.
+PUBLISHED = {
+    "DEnsity (bert-base)": {name: values for name, values in PAPER_DENSITY.items() if "pearson" in values},
+    "USR-Retrieval (in the DEnsity paper)": {"dailydialog_zhao": {"pearson": 48.77, "spearman": 51.61}},
+    "Zhao et al. 2020, RoBERTa, supervised": {"dailydialog_zhao": {"pearson": 62.0, "spearman": 64.0}},
+}
+
 
 @dataclass
 class JudgmentSet:

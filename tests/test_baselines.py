@@ -246,3 +246,20 @@ def test_available_columns_skips_a_missing_system_and_says_how_to_train_it(ruber
 def test_unknown_system_is_refused():
     with pytest.raises(ValueError, match="system must be one of"):
         load_columns("ruber2")
+
+
+def test_meta_evaluation_blends_bert_ruber_only_on_sets_with_references(ruber):
+    from benchmarks.human_correlation import evaluate_turn_set
+    from benchmarks.sets import JudgmentSet
+
+    rng = np.random.default_rng(0)
+    rows = [
+        {"context": ["hi", "how are you"], "response": str(rng.choice(TOPICS)), "reference": "fine", "score": float(s)}
+        for s in rng.normal(size=30)
+    ]
+    columns = [load_columns("bert-ruber", ruber[0])]
+    with_refs = evaluate_turn_set(JudgmentSet("some_set", rows), columns, False, ("full", "paper"))
+    assert {bert_ruber.UNREFERENCED, bert_ruber.BLENDED} <= set(with_refs["paper"])
+    rows[3]["reference"] = ""
+    without = evaluate_turn_set(JudgmentSet("some_set", rows), columns, False, ("full",))
+    assert bert_ruber.UNREFERENCED in without["full"] and bert_ruber.BLENDED not in without["full"]

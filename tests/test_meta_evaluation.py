@@ -169,6 +169,8 @@ def test_whole_command_on_a_small_slice_writes_table_json_and_figures(tiny_check
             "full",
             "paper",
             "dev",
+            "--baselines-dir",
+            str(tmp_path / "no_baselines"),
             "--out",
             str(tmp_path),
         ]
@@ -198,6 +200,9 @@ def test_whole_command_on_a_small_slice_writes_table_json_and_figures(tiny_check
     assert "dev" not in report["sets"]["convai2_usr"] and "dev" not in report["sets"]["fed_dialogue"]
     for figure in report["figures"]:
         assert (tmp_path / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    headline = (tmp_path / "human_correlation.md").read_text().split("## Headline (paper protocol")[1]
+    assert "| metric | convai2_usr | dailydialog_zhao |" in headline
+    assert "| DEnsity (bert-base) (published) | 57.03 / 62.97 | 56.81 / 57.03 |" in headline
     table = (tmp_path / "human_correlation.md").read_text()
     assert "## Protocol: paper" in table and "| dailydialog_zhao | 60 |" in table
     dev_section = table.split("## Protocol: dev")[1].split("## ")[0]

@@ -125,3 +125,20 @@ def test_a_changed_stage_one_checkpoint_is_refused(trained, tmp_path):
     (tmp_path / zhao.CONFIG_FILE).write_text(json.dumps(config))
     with pytest.raises(ValueError, match="retrain with python -m benchmarks.baselines train --system zhao"):
         zhao.load(tmp_path)
+
+
+def test_meta_evaluation_reports_it_only_on_rows_it_did_not_learn_from(trained, zhao_data, tiny_scorer):
+    from benchmarks.human_correlation import ModelColumns, evaluate_turn_set, headline
+
+    [judgments] = load_sets(zhao_data, ["dailydialog_zhao"])
+    judgments.rows = judgments.rows[:300]
+    result = evaluate_turn_set(
+        judgments, [ModelColumns(tiny_scorer, ""), zhao.load(trained[0])], False, ("full", "paper", "dev")
+    )
+    assert zhao.COLUMN in result["paper"] and "DEnsity" in result["paper"]
+    assert zhao.COLUMN not in result["full"] and zhao.COLUMN not in result["dev"]
+    assert result["_supervised"] == [zhao.COLUMN]
+    report = {"sets": {"dailydialog_zhao": result}, "supervised_columns": result["_supervised"]}
+    table = "\n".join(headline(report))
+    assert f"| {zhao.COLUMN} (supervised) |" in table
+    assert "| Zhao et al. 2020, RoBERTa, supervised (published) | 62.00 / 64.00 |" in table
