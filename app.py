@@ -20,6 +20,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
 from density_metric import DensityScorer  # noqa: E402
 from density_metric.tables import output_columns, read_table, score_rows, table_format, write_records  # noqa: E402
@@ -140,6 +141,10 @@ def distribution_plot(scorer: DensityScorer, labels: list[str], scores: np.ndarr
     return fig
 
 
+# The ranked-replies table; a checkpoint with a few-shot rating head adds "predicted rating".
+RANKED_HEADERS = ["rank", "reply", "raw score", "calibrated"]
+
+
 def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[str, ...] = ()) -> gr.Blocks:
     scorers = Scorers(default_checkpoint)
     choices = list(dict.fromkeys([scorers.default, *extra_checkpoints]))
@@ -153,10 +158,12 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
         order = np.argsort(-result.scores, kind="stable")
         table = [
             [rank + 1, replies[i], round(float(result.scores[i]), 3), round(float(result.calibrated[i]), 3)]
+            + ([round(float(result.ratings[i]), 3)] if result.ratings is not None else [])
             for rank, i in enumerate(order)
         ]
+        headers = RANKED_HEADERS + (["predicted rating"] if result.ratings is not None else [])
         plot = distribution_plot(scorer, [replies[i] for i in order], result.scores[order])
-        return table, plot
+        return pd.DataFrame(table, columns=headers), plot
 
     @friendly
     def score_dialogue(dialogue: str, aggregate: str, checkpoint: str):
@@ -204,9 +211,11 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
         scorer = scorers(checkpoint)
         progress(0, desc="scoring")
         track = functools.partial(progress.tqdm, desc="scoring", unit="batch")
-        score_rows(rows, scorer.score, chunk_rows=64, track=track, error_column=True)
+        rating = scorer.checkpoint.rating is not None
+        score_rows(rows, scorer.score, chunk_rows=64, track=track, error_column=True, rating_column=rating)
         out = Path(tempfile.mkdtemp()) / f"{path.stem}.scored{path.suffix}"
-        write_records(out, fmt, [row.record for row in rows], columns=output_columns(table.columns, error_column=True))
+        columns = output_columns(table.columns, error_column=True, rating_column=rating)
+        write_records(out, fmt, [row.record for row in rows], columns=columns)
         bad = sum(1 for row in rows if row.error)
         summary = f"Scored {len(rows) - bad:,} of {len(rows):,} rows" + (
             f"; {bad} bad row(s) kept unscored, see `density_error`." if bad else "."
@@ -237,9 +246,7 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
                 context = gr.Textbox(label="Context: one turn per line, oldest first", lines=6)
                 candidates = gr.Textbox(label=f"Candidate replies: one per line (up to {MAX_CANDIDATES})", lines=6)
             score_button = gr.Button("Score", variant="primary")
-            ranked = gr.Dataframe(
-                headers=["rank", "reply", "raw score", "calibrated"], label="Ranked replies", interactive=False
-            )
+            ranked = gr.Dataframe(headers=RANKED_HEADERS, label="Ranked replies", interactive=False)
             plot = gr.Plot(label="Where the replies fall among human replies")
             gr.Examples(EXAMPLES, [context, candidates], label="Examples: coherent, off-topic, repetitive, echo")
             score_button.click(

@@ -9,6 +9,10 @@ holding::
                                  quantiles (k,) f64; metadata: format_version, estimator
     density_head.safetensors     optional: the response-selection head f(c, r) = weight . g + bias,
                                  weight (d,) f32, bias () f32 (written by train/)
+    density_rating.safetensors   optional: the few-shot rating head (python -m train calibrate):
+                                 mean, scale, weight (k,) f64 with k = d + 1 (+ 1 with f(c, r)),
+                                 intercept () f64; metadata: inputs, n_ratings, alpha, folds,
+                                 cv_mse, rating_min, rating_max (density_metric.rating)
     config.json                  transformers config of the encoder
     model.safetensors            encoder weights (BertModel without pooler)
     tokenizer.json, tokenizer_config.json, vocab.txt, ...   tokenizer files
@@ -38,11 +42,14 @@ from safetensors.numpy import save_file
 
 from .gaussian import ESTIMATORS, GaussianStats
 from .pair_format import PairFormat
+from .rating import RatingHead
 
 FORMAT_VERSION = 1
 CONFIG_FILE = "density_config.json"
 GAUSSIAN_FILE = "density_gaussian.safetensors"
 HEAD_FILE = "density_head.safetensors"
+RATING_FILE = "density_rating.safetensors"
+RATING_METADATA = ("inputs", "n_ratings", "alpha", "folds", "cv_mse", "rating_min", "rating_max")
 ENCODER_FILES = ("config.json", "model.safetensors")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
 CARD_FILE = "README.md"
@@ -52,6 +59,7 @@ CHECKPOINT_FILES = [
     CONFIG_FILE,
     GAUSSIAN_FILE,
     HEAD_FILE,
+    RATING_FILE,
     CARD_FILE,
     *ENCODER_FILES,
     *TOKENIZER_FILES,
@@ -130,6 +138,7 @@ class Checkpoint:
     source: str
     revision: str
     head: tuple[np.ndarray, float] | None = None
+    rating: RatingHead | None = None
 
     @property
     def card(self) -> str:
@@ -213,6 +222,84 @@ def check_head(tensors: dict[str, np.ndarray], dim: int, path: os.PathLike | str
     if not (np.all(np.isfinite(weight)) and np.isfinite(bias)):
         raise CheckpointError(path, "holds NaN or infinite values")
     return weight.astype(np.float64), float(bias)
+
+
+def check_rating(
+    tensors: dict[str, np.ndarray], metadata: dict[str, str], dim: int, has_head: bool, path: os.PathLike | str
+) -> RatingHead:
+    """The rating head of ``density_rating.safetensors``, or a CheckpointError naming ``path``."""
+    missing = [key for key in RATING_METADATA if key not in metadata]
+    if missing:
+        raise CheckpointError(path, f"metadata {missing} missing")
+    inputs = metadata["inputs"]
+    if inputs not in ("distance,classifier,features", "distance,features"):
+        raise CheckpointError(path, f"unknown inputs {inputs!r}")
+    uses_classifier = inputs == "distance,classifier,features"
+    if uses_classifier and not has_head:
+        raise CheckpointError(path, f"inputs {inputs!r} need f(c, r), but the checkpoint has no {HEAD_FILE}")
+    k = dim + 1 + uses_classifier
+    for key in ("mean", "scale", "weight", "intercept"):
+        if key not in tensors:
+            raise CheckpointError(path, f"tensor {key!r} is missing")
+        want = () if key == "intercept" else (k,)
+        if tensors[key].shape != want:
+            raise CheckpointError(
+                path, f"tensor {key!r} must have shape {want} for inputs {inputs!r}, got {tensors[key].shape}"
+            )
+        if tensors[key].dtype != np.float64:
+            raise CheckpointError(path, f"tensor {key!r} has dtype {tensors[key].dtype}, expected float64")
+        if not np.all(np.isfinite(tensors[key])):
+            raise CheckpointError(path, f"tensor {key!r} holds NaN or infinite values")
+    if np.any(tensors["scale"] <= 0):
+        raise CheckpointError(path, "tensor 'scale' must be positive")
+    try:
+        numbers = {key: float(metadata[key]) for key in RATING_METADATA if key != "inputs"}
+    except ValueError as err:
+        raise CheckpointError(path, f"metadata is not numeric ({err})") from None
+    if not all(np.isfinite(list(numbers.values()))) or numbers["n_ratings"] < 2 or numbers["folds"] < 2:
+        raise CheckpointError(path, f"metadata out of range: {numbers}")
+    return RatingHead(
+        mean=tensors["mean"],
+        scale=tensors["scale"],
+        weight=tensors["weight"],
+        intercept=float(tensors["intercept"]),
+        uses_classifier=uses_classifier,
+        n_ratings=int(numbers["n_ratings"]),
+        alpha=numbers["alpha"],
+        folds=int(numbers["folds"]),
+        cv_mse=numbers["cv_mse"],
+        rating_min=numbers["rating_min"],
+        rating_max=numbers["rating_max"],
+    )
+
+
+def _rating_tensors(head: RatingHead) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    tensors = {
+        "mean": np.ascontiguousarray(head.mean, dtype=np.float64),
+        "scale": np.ascontiguousarray(head.scale, dtype=np.float64),
+        "weight": np.ascontiguousarray(head.weight, dtype=np.float64),
+        "intercept": np.asarray(head.intercept, dtype=np.float64),
+    }
+    metadata = {
+        "format_version": str(FORMAT_VERSION),
+        "inputs": head.inputs,
+        **{key: repr(getattr(head, key)) for key in RATING_METADATA if key != "inputs"},
+    }
+    return tensors, metadata
+
+
+def save_rating(path: os.PathLike | str, head: RatingHead, dim: int, has_head: bool) -> None:
+    """Write the rating head, after the checks loading makes."""
+    tensors, metadata = _rating_tensors(head)
+    check_rating(tensors, metadata, dim, has_head, path)
+    save_file(tensors, str(path), metadata=metadata)
+
+
+def load_rating(path: Path, dim: int, has_head: bool) -> RatingHead | None:
+    """Read and validate the optional ``density_rating.safetensors``, or None."""
+    if not path.is_file():
+        return None
+    return check_rating(*read_safetensors(path), dim, has_head, path)
 
 
 def read_json(path: Path) -> dict:
@@ -376,7 +463,8 @@ def load_checkpoint(path: os.PathLike | str, *, source: str | None = None, revis
         encoder_path=encoder_dir,
         source=source or str(path),
         revision=revision or "sha256:" + content_hash(path, encoder_dir),
-        head=load_head(path / HEAD_FILE, stats.dim),
+        head=(head := load_head(path / HEAD_FILE, stats.dim)),
+        rating=load_rating(path / RATING_FILE, stats.dim, head is not None),
     )
 
 
@@ -384,7 +472,7 @@ def content_hash(path: Path, encoder_path: Path) -> str:
     """First 16 hex digits of a sha256 over the files that decide the scores."""
     digest = hashlib.sha256()
     files = [path / CONFIG_FILE, path / GAUSSIAN_FILE, *(encoder_path / name for name in ENCODER_FILES)]
-    files += [path / HEAD_FILE] if (path / HEAD_FILE).is_file() else []
+    files += [path / name for name in (HEAD_FILE, RATING_FILE) if (path / name).is_file()]
     files += sorted(p for p in (encoder_path / name for name in TOKENIZER_FILES) if p.is_file())
     for file in files:
         digest.update(file.name.encode())

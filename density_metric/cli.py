@@ -155,12 +155,15 @@ def _score(args: argparse.Namespace) -> int:
                 yield chunk
                 bar.update(len(chunk))
 
+    rating_column = scorer.checkpoint.rating is not None
+    columns = output_columns(table.columns, args.output_field, error_column=error_column, rating_column=rating_column)
     score_rows(
         rows,
         functools.partial(score_distributed, scorer),
         field=args.output_field,
         track=track,
         error_column=error_column,
+        rating_column=rating_column,
     )
     if is_distributed():
         import torch.distributed as dist
@@ -207,7 +210,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SEP",
         help="split string contexts into turns on SEP, e.g. ' __eou__ ' (no default: a string is one turn)",
     )
-    score.add_argument("--output-field", default="density", help="adds FIELD and FIELD_calibrated (default: density)")
+    score.add_argument(
+        "--output-field",
+        default="density",
+        help="adds FIELD and FIELD_calibrated, and FIELD_rating for a checkpoint with a rating head (default: density)",
+    )
     score.add_argument(
         "--on-error",
         choices=("raise", "skip"),

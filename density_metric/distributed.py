@@ -33,10 +33,18 @@ def score_distributed(
     if not is_distributed():
         return scorer.score(contexts, responses)
     rank, world = dist.get_rank(), dist.get_world_size()
-    local = scorer.distances(contexts[rank::world], responses[rank::world], allow_empty=True)
+    mine, mine_responses = contexts[rank::world], responses[rank::world]
+    features = scorer.features(mine, mine_responses) if mine_responses else np.zeros((0, scorer.encoder.dim))
+    local_distances = scorer.stats.distances(features)
+    local = (local_distances, scorer.ratings(local_distances, features))
     gathered: list = [None] * world
     dist.all_gather_object(gathered, local)
     distances = np.empty(len(responses), dtype=np.float64)
-    for shard_rank, shard in enumerate(gathered):
+    ratings = np.empty(len(responses), dtype=np.float64) if local[1] is not None else None
+    for shard_rank, (shard, shard_ratings) in enumerate(gathered):
         distances[shard_rank::world] = shard
-    return scorer.result(distances)
+        if ratings is not None:
+            ratings[shard_rank::world] = shard_ratings
+    result = scorer.result(distances)
+    result.ratings = ratings
+    return result

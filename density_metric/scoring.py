@@ -28,11 +28,14 @@ class DensityResult:
         scores: (n,) raw DEnsity score s(r) = -Mahalanobis distance; higher is more human-like.
         calibrated: (n,) share of held-out human responses whose distance is larger, in [0, 1].
         signature: checkpoint, options and library versions that produced the scores.
+        ratings: (n,) predicted human ratings, on the scale of the ratings that trained the
+            checkpoint's few-shot rating head (``python -m train calibrate``); None without one.
     """
 
     scores: np.ndarray
     calibrated: np.ndarray
     signature: str
+    ratings: np.ndarray | None = None
 
     @property
     def mean_score(self) -> float:
@@ -45,13 +48,16 @@ class DensityResult:
         return self.mean_score
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "scores": self.scores.tolist(),
             "calibrated": self.calibrated.tolist(),
             "density": self.mean_score,
             "calibrated_mean": float(np.mean(self.calibrated)),
             "signature": self.signature,
         }
+        if self.ratings is not None:
+            out["ratings"] = self.ratings.tolist()
+        return out
 
 
 class DensityScorer:
@@ -166,11 +172,22 @@ class DensityScorer:
             raise ValueError(f"candidates must be a list of strings, got {type(candidates).__name__}")
         contexts, responses = check_pairs([context] * len(candidates), candidates)
         features = self.encoder.candidate_features(contexts[0], responses, self.batch_size)
-        return self.result(self.stats.distances(features))
+        return self.result(self.stats.distances(features), features)
 
-    def result(self, distances: np.ndarray) -> DensityResult:
-        """Raw and calibrated scores from distances."""
-        return DensityResult(-distances, calibrate(distances, self.stats.quantiles), self.signature)
+    def result(self, distances: np.ndarray, features: np.ndarray | None = None) -> DensityResult:
+        """Raw and calibrated scores from distances, and the predicted ratings if the checkpoint has a
+        rating head (which needs the ``features`` too)."""
+        return DensityResult(
+            -distances, calibrate(distances, self.stats.quantiles), self.signature, self.ratings(distances, features)
+        )
+
+    def ratings(self, distances: np.ndarray, features: np.ndarray | None) -> np.ndarray | None:
+        """Predicted human ratings from the checkpoint's rating head; None without one (or features)."""
+        rating = self.checkpoint.rating
+        if rating is None or features is None:
+            return None
+        classifier = self.classifier_from_features(features) if rating.uses_classifier else None
+        return rating.predict(distances, classifier, features)
 
     def score(self, contexts: Sequence, responses: Sequence) -> DensityResult:
         """Score responses against their contexts.
@@ -182,7 +199,11 @@ class DensityScorer:
         Raises:
             ValueError: naming the field and row of a bad value, or for mismatched lengths.
         """
-        return self.result(self.distances(contexts, responses))
+        if self.checkpoint.rating is None:
+            return self.result(self.distances(contexts, responses))
+        contexts, responses = check_pairs(contexts, responses)
+        features = self.features(contexts, responses) if responses else np.zeros((0, self.encoder.dim))
+        return self.result(self.stats.distances(features), features)
 
     # ------------------------------------------------------------------ dialogues
 

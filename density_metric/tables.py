@@ -277,7 +277,8 @@ def raise_for_bad_rows(path: str | Path, rows: Sequence[Row]) -> None:
 def score_columns(
     score_chunk: ScoreChunk, contexts: Sequence, responses: Sequence, *, field: str = "density"
 ) -> dict[str, list[float]]:
-    """The output columns of one chunk of n pairs: ``{field}`` (n raw scores) and ``{field}_calibrated`` (n in [0, 1]).
+    """The output columns of one chunk of n pairs: ``{field}`` (n raw scores), ``{field}_calibrated`` (n in
+    [0, 1]) and, for a checkpoint with a rating head, ``{field}_rating`` (n predicted human ratings).
 
     The one scoring step under both table paths: :func:`score_rows` (files) and
     ``DensityScorer.score_dataset`` (``datasets``). ``score_chunk(contexts, responses)`` checks
@@ -286,7 +287,10 @@ def score_columns(
     chunk over the ranks of a process group.
     """
     result = score_chunk(contexts, responses)
-    return {field: result.scores.tolist(), f"{field}_calibrated": result.calibrated.tolist()}
+    columns = {field: result.scores.tolist(), f"{field}_calibrated": result.calibrated.tolist()}
+    if result.ratings is not None:  # a checkpoint with a few-shot rating head
+        columns[f"{field}_rating"] = result.ratings.tolist()
+    return columns
 
 
 def score_rows(
@@ -297,11 +301,13 @@ def score_rows(
     chunk_rows: int = CHUNK_ROWS,
     track: Callable[[list[list[Row]]], Iterable[list[Row]]] = iter,
     error_column: bool = False,
+    rating_column: bool = False,
 ) -> None:
     """Score the good rows ``chunk_rows`` at a time and add ``field`` and ``field_calibrated`` to every record.
 
     ``track`` wraps the list of chunks (a progress bar). Bad rows get None, and with
     ``error_column`` every row gets ``field_error`` (None, or where and what the problem is).
+    ``rating_column``: the checkpoint has a rating head, so ``field_rating`` is added too.
     """
     good = [row for row in rows if not row.error]
     for chunk in track([good[i : i + chunk_rows] for i in range(0, len(good), chunk_rows)]):
@@ -313,13 +319,22 @@ def score_rows(
     for row in rows:
         if row.error:
             row.record[field] = row.record[f"{field}_calibrated"] = None
+            if rating_column:
+                row.record[f"{field}_rating"] = None
         if error_column:
             row.record[f"{field}_error"] = f"{row.where}: {row.error}" if row.error else None
 
 
-def output_columns(columns: Sequence[str], field: str = "density", error_column: bool = False) -> list[str]:
+def output_columns(
+    columns: Sequence[str], field: str = "density", error_column: bool = False, rating_column: bool = False
+) -> list[str]:
     """The columns to write: the input's, then those :func:`score_rows` adds (each once)."""
-    added = [field, f"{field}_calibrated", *([f"{field}_error"] if error_column else [])]
+    added = [
+        field,
+        f"{field}_calibrated",
+        *([f"{field}_rating"] if rating_column else []),
+        *([f"{field}_error"] if error_column else []),
+    ]
     return list(dict.fromkeys([*columns, *added]))
 
 

@@ -3,6 +3,7 @@
 python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog --backbone minilm --out runs/dd
 python -m train fit --data-dir ../shared/data/dailydialog --encoder minilm --reference-package --out DIR
 python -m train push runs/dd/checkpoint org/density-dailydialog
+python -m train calibrate default --ratings ratings.jsonl --out runs/rated
 """
 
 from __future__ import annotations
@@ -277,6 +278,25 @@ def train_command(args) -> None:
     print(json.dumps({"progress": progress, "best": best, "fit": report}, indent=2))
 
 
+def calibrate_command(args) -> None:
+    from .calibrate import calibrate
+
+    try:
+        report = calibrate(
+            args.checkpoint,
+            args.ratings,
+            args.out,
+            folds=args.folds,
+            seed=args.seed,
+            revision=args.revision,
+            device=args.device,
+            dtype="float32",
+        )
+    except ValueError as err:
+        raise SystemExit(f"error: {err}") from None
+    print(json.dumps(report, indent=2))
+
+
 def push_command(args) -> None:
     from .push import push_checkpoint
 
@@ -533,6 +553,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="dtype of the encoder weights written to the checkpoint (and used for the fit)",
     )
     fit.set_defaults(func=fit_command)
+
+    calibrate = commands.add_parser(
+        "calibrate",
+        help="fit a few-shot rating head on human ratings and write a copy of the checkpoint that predicts them",
+    )
+    calibrate.add_argument("checkpoint", help="'default', a checkpoint directory, or a Hub repo id")
+    calibrate.add_argument(
+        "--ratings", required=True, type=Path, help="JSONL rows with context, response and score (a human rating)"
+    )
+    calibrate.add_argument("--out", required=True, type=Path, help="folder for the calibrated checkpoint")
+    calibrate.add_argument("--folds", type=int, default=5, help="cross-validation folds that choose the penalty")
+    calibrate.add_argument("--seed", type=int, default=0)
+    calibrate.add_argument("--revision", default=None, help="Hub revision of the checkpoint")
+    calibrate.add_argument("--device", default="auto")
+    calibrate.set_defaults(func=calibrate_command)
 
     push = commands.add_parser("push", help="upload a checkpoint directory to a Hub model repo; prints the commit")
     push.add_argument("checkpoint", type=Path)

@@ -56,6 +56,8 @@ Returns:
     density (`float`): mean of `scores`.
     calibrated_mean (`float`): mean of `calibrated`.
     signature (`str`): checkpoint id and revision or content hash, options, library versions.
+    ratings (`list` of `float`, only for a checkpoint with a few-shot rating head made by
+        `python -m train calibrate`): predicted human rating per row, on the ratings' scale.
 
 Examples:
     >>> density = evaluate.load("density")
