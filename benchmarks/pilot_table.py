@@ -18,6 +18,18 @@ from pathlib import Path
 NON_PROBE_KINDS = ("random", "same-dialogue", "drop", "shuffle", "retrieved")
 
 
+def training_seconds(steps: list[dict]) -> float:
+    """Seconds of training in all: each process logs ``elapsed`` from its own start, so a resumed run
+    restarts the count; the sum of each segment's last value (NaN for logs without ``elapsed``)."""
+    if any("elapsed" not in r for r in steps):
+        return float("nan")
+    total = 0.0
+    for before, after in zip(steps, steps[1:]):
+        if after["elapsed"] < before["elapsed"]:  # a new process
+            total += before["elapsed"]
+    return total + steps[-1]["elapsed"]
+
+
 def read_arm(folder: Path) -> dict:
     """The numbers of one arm: cost, last evaluation, and the checkpoint's dev correlation and probes."""
     records = [json.loads(line) for line in (folder / "log.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -26,10 +38,11 @@ def read_arm(folder: Path) -> dict:
     if not steps or not evals:
         raise ValueError(f"{folder / 'log.jsonl'}: needs train and eval records, has {len(steps)} and {len(evals)}")
     last = evals[-1]
+    seconds = training_seconds(steps)
     arm = {
         "steps": steps[-1]["step"],
-        "train minutes": steps[-1].get("elapsed", float("nan")) / 60,
-        "seconds per step": steps[-1].get("elapsed", float("nan")) / steps[-1]["step"],
+        "train minutes": seconds / 60,
+        "seconds per step": seconds / steps[-1]["step"],
         "eval minutes": last.get("seconds", float("nan")) / 60,
         "final loss (mean of last 20 steps)": sum(r["loss"] for r in steps[-20:]) / len(steps[-20:]),
     }

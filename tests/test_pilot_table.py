@@ -55,3 +55,12 @@ def test_an_arm_without_evaluation_is_refused(tmp_path):
     (tmp_path / "a" / "log.jsonl").write_text(json.dumps({"type": "train", "step": 1, "loss": 1.0}) + "\n")
     with pytest.raises(ValueError, match="log.jsonl: needs train and eval records, has 1 and 0"):
         read_arm(tmp_path / "a")
+
+
+def test_training_time_adds_up_the_segments_of_a_resumed_run():
+    from benchmarks.pilot_table import training_seconds
+
+    first = [{"step": s, "elapsed": 5.0 * s} for s in range(1, 5)]  # 20 s, then a new process
+    second = [{"step": s, "elapsed": 6.0 * (s - 4)} for s in range(5, 8)]  # 18 s
+    assert training_seconds(first + second) == 38.0
+    assert training_seconds([{"step": 1}]) != training_seconds([{"step": 1}])  # NaN without elapsed

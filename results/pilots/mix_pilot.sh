@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The negative-mix pilot of issue 12 (protocol: results/pilots/PROTOCOL.md), run as one chain:
-# the three arms one after the other, each trained, fitted and probed with nothing else running.
+# The negative-mix pilot of issue 12 (protocol: results/pilots/PROTOCOL.md): the three arms one
+# after the other, each trained, fitted and probed. Rerunning it resumes an arm that stopped
+# (--max-minutes) from its saved state: the same steps, so the same model.
 # Usage: bash results/pilots/mix_pilot.sh [ARM ...]   (default: all three, in order)
 set -euo pipefail
 STEPS=390   # 40 minutes at 6.0-6.2 s per 16-context step (measured on the whole corpus this session)
@@ -9,21 +10,37 @@ declare -A MIX=(
   [mix]="random:8,same-dialogue:2,echo:1,speaker:1,repeat:1,drop:1,retrieved:1"
   [mix-no-probe-kinds]="random:8,same-dialogue:2,drop:1,retrieved:1"
 )
-for arm in "${@:-random mix mix-no-probe-kinds}"; do
-  for name in $arm; do
-    out=runs/pilot-mix/$name
-    mkdir -p "$out"
-    /usr/bin/time -v python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog \
+# Arms 1 and 2 ran with the defaults (--mixed-precision auto, which is float32 on this CPU without
+# AVX512-BF16; state saved every 200 steps). Arm 3 may have to finish in another session, perhaps
+# on a CPU where auto would mean bf16: it pins float32 and saves its state every 50 steps.
+declare -A EXTRA=(
+  [random]=""
+  [mix]=""
+  [mix-no-probe-kinds]="--mixed-precision no --save-every 50"
+)
+for name in ${@:-random mix mix-no-probe-kinds}; do
+  out=runs/pilot-mix/$name
+  mkdir -p "$out"
+  if [ ! -f "$out/checkpoint/density_config.json" ]; then
+    # shellcheck disable=SC2086
+    python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog \
       --backbone minilm --layout shared-context --max-length 128 --max-response-length 32 \
       --negatives 15 --negative-mix "${MIX[$name]}" --resample-negatives \
       --batch-size 4 --grad-accum 4 --epochs 1 --max-steps-per-epoch $STEPS --warmup-steps $((STEPS / 10)) \
       --valid-limit 1000 --validation-kinds all --valid-fit-pairs 4000 --dev-judgments ../shared/data \
       --retrieval-index runs/cache/retrieval-dailydialog.safetensors --select-on zhao_dev_spearman \
-      --fit-pairs 16000 --max-minutes 48 --out "$out" > "$out/train.out" 2> "$out/train.err"
-    untuned=()
-    if [ "$name" = random ]; then untuned=(--untuned-checkpoint benchmarks/untuned-minilm); fi
-    python -m benchmarks.human_correlation --checkpoint "$out/checkpoint" "${untuned[@]}" \
+      --fit-pairs 16000 --max-minutes 48 ${EXTRA[$name]} --out "$out" >> "$out/train.out" 2>> "$out/train.err"
+  fi
+  if [ ! -f "$out/checkpoint/density_config.json" ]; then
+    echo "$name stopped before the end of its schedule: rerun this script to resume it"; exit 1
+  fi
+  untuned=()
+  if [ "$name" = random ]; then untuned=(--untuned-checkpoint benchmarks/untuned-minilm); fi
+  mkdir -p "results/pilots/mix/$name"
+  cp "$out/log.jsonl" "results/pilots/mix/$name/log.jsonl"
+  if [ ! -f "results/pilots/mix/$name/human_correlation.json" ]; then
+    python -m benchmarks.human_correlation --checkpoint "$out/checkpoint" "${untuned[@]}" --no-baselines \
       --sets dailydialog_zhao --protocols dev --probes 500 --out "results/pilots/mix/$name" \
       > "$out/probes.out" 2> "$out/probes.err"
-  done
+  fi
 done
