@@ -10,8 +10,8 @@ holding::
     density_head.safetensors     optional: the response-selection head f(c, r) = weight . g + bias,
                                  weight (d,) f32, bias () f32 (written by train/)
     density_rating.safetensors   optional: the few-shot rating head (python -m train calibrate):
-                                 mean, scale, weight (k,) f64 with k = d + 1 (+ 1 with f(c, r)),
-                                 intercept () f64; metadata: inputs, n_ratings, alpha, folds,
+                                 mean, scale, weight (k,) f64: the distance, f(c, r) and the d
+                                 features, as ``inputs`` says; intercept () f64; metadata: n_ratings, alpha, folds,
                                  cv_mse, rating_min, rating_max (density_metric.rating)
     config.json                  transformers config of the encoder
     model.safetensors            encoder weights (BertModel without pooler)
@@ -42,7 +42,7 @@ from safetensors.numpy import save_file
 
 from .gaussian import ESTIMATORS, GaussianStats
 from .pair_format import PairFormat
-from .rating import RatingHead
+from .rating import INPUT_SETS, RatingHead
 
 FORMAT_VERSION = 1
 CONFIG_FILE = "density_config.json"
@@ -232,12 +232,12 @@ def check_rating(
     if missing:
         raise CheckpointError(path, f"metadata {missing} missing")
     inputs = metadata["inputs"]
-    if inputs not in ("distance,classifier,features", "distance,features"):
-        raise CheckpointError(path, f"unknown inputs {inputs!r}")
-    uses_classifier = inputs == "distance,classifier,features"
+    if inputs not in INPUT_SETS:
+        raise CheckpointError(path, f"unknown inputs {inputs!r}; expected one of {INPUT_SETS}")
+    uses_classifier, uses_features = "classifier" in inputs, "features" in inputs
     if uses_classifier and not has_head:
         raise CheckpointError(path, f"inputs {inputs!r} need f(c, r), but the checkpoint has no {HEAD_FILE}")
-    k = dim + 1 + uses_classifier
+    k = 1 + uses_classifier + dim * uses_features
     for key in ("mean", "scale", "weight", "intercept"):
         if key not in tensors:
             raise CheckpointError(path, f"tensor {key!r} is missing")
@@ -264,6 +264,7 @@ def check_rating(
         weight=tensors["weight"],
         intercept=float(tensors["intercept"]),
         uses_classifier=uses_classifier,
+        uses_features=uses_features,
         n_ratings=int(numbers["n_ratings"]),
         alpha=numbers["alpha"],
         folds=int(numbers["folds"]),

@@ -8,8 +8,11 @@ encoder stays as it is, and a linear model learns the ratings from, for each pai
 - the classifier score ``f(c, r)``, when the checkpoint has its head;
 - the features ``g(c, r)`` themselves.
 
-Inputs are standardised (mean and scale of the training rows); the ridge penalty is chosen by
-k-fold cross-validation over a log grid, then the head is refitted on all rows. Written with
+Inputs are standardised (mean and scale of the training rows). Which inputs to use (the
+distance alone, with ``f(c, r)``, or with the features too) and the ridge penalty are chosen
+together by k-fold cross-validation (a log grid of penalties); with a few hundred ratings the
+384 features often over-fit, and the cross-validated error says when. The head is then refitted
+on all rows. Written with
 numpy (the library needs no scikit-learn); the tests check it against scikit-learn's ``Ridge``.
 ``python -m train calibrate`` fits one and writes it into a copy of the checkpoint
 (``density_rating.safetensors``, see :mod:`density_metric.checkpoint_format`).
@@ -24,12 +27,16 @@ import numpy as np
 ALPHAS = np.logspace(-2, 5, 22)
 
 
-def rating_inputs(distances: np.ndarray, classifier: np.ndarray | None, features: np.ndarray) -> np.ndarray:
-    """The (n, k) inputs: distance, then f(c, r) if given, then the d features; float64."""
+INPUT_SETS = ("distance", "distance,classifier", "distance,features", "distance,classifier,features")
+
+
+def rating_inputs(distances: np.ndarray, classifier: np.ndarray | None, features: np.ndarray | None) -> np.ndarray:
+    """The (n, k) inputs: distance, then f(c, r) if given, then the d features if given; float64."""
     columns = [np.asarray(distances, dtype=np.float64)[:, None]]
     if classifier is not None:
         columns.append(np.asarray(classifier, dtype=np.float64)[:, None])
-    columns.append(np.asarray(features, dtype=np.float64))
+    if features is not None:
+        columns.append(np.asarray(features, dtype=np.float64))
     return np.concatenate(columns, axis=1)
 
 
@@ -70,6 +77,7 @@ class RatingHead:
     weight: np.ndarray
     intercept: float
     uses_classifier: bool
+    uses_features: bool
     n_ratings: int
     alpha: float
     folds: int
@@ -89,13 +97,20 @@ class RatingHead:
         seed: int = 0,
         alphas=ALPHAS,
     ) -> RatingHead:
-        """Choose alpha by ``folds``-fold cross-validation, then fit on every row."""
+        """Choose the inputs and alpha by ``folds``-fold cross-validation (the same folds for every
+        choice; on a tie the fewer inputs), then fit on every row."""
         ratings = np.asarray(ratings, dtype=np.float64)
         if folds < 2 or len(ratings) < folds:
             raise ValueError(f"need at least {max(folds, 2)} ratings and 2 folds, got {len(ratings)} and {folds}")
-        x = rating_inputs(distances, classifier, features)
-        errors = cross_validated_mse(x, ratings, alphas, folds, seed)
-        best = int(np.argmin(errors))
+        choices = []
+        for use_classifier in (False, True) if classifier is not None else (False,):
+            for use_features in (False, True):
+                x = rating_inputs(distances, classifier if use_classifier else None, features if use_features else None)
+                errors = cross_validated_mse(x, ratings, alphas, folds, seed)
+                best = int(np.argmin(errors))
+                choices.append((float(errors[best]), use_classifier + use_features, use_classifier, use_features, best))
+        cv_mse, _, use_classifier, use_features, best = min(choices)
+        x = rating_inputs(distances, classifier if use_classifier else None, features if use_features else None)
         mean, scale = standardise(x)
         weight, intercept = ridge((x - mean) / scale, ratings, float(alphas[best]))
         return cls(
@@ -103,20 +118,24 @@ class RatingHead:
             scale=scale,
             weight=weight,
             intercept=intercept,
-            uses_classifier=classifier is not None,
+            uses_classifier=use_classifier,
+            uses_features=use_features,
             n_ratings=len(ratings),
             alpha=float(alphas[best]),
             folds=folds,
-            cv_mse=float(errors[best]),
+            cv_mse=cv_mse,
             rating_min=float(ratings.min()),
             rating_max=float(ratings.max()),
         )
 
     @property
     def inputs(self) -> str:
-        return "distance,classifier,features" if self.uses_classifier else "distance,features"
+        """One of :data:`INPUT_SETS`."""
+        return ",".join(["distance"] + ["classifier"] * self.uses_classifier + ["features"] * self.uses_features)
 
     def predict(self, distances: np.ndarray, classifier: np.ndarray | None, features: np.ndarray) -> np.ndarray:
         """(n,) predicted ratings (float64)."""
-        x = rating_inputs(distances, classifier if self.uses_classifier else None, features)
+        x = rating_inputs(
+            distances, classifier if self.uses_classifier else None, features if self.uses_features else None
+        )
         return ((x - self.mean) / self.scale) @ self.weight + self.intercept

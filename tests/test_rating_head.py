@@ -57,8 +57,19 @@ def test_cross_validation_picks_a_large_penalty_for_noise_and_a_small_one_for_si
     distances = rng.normal(size=120)
     signal = 3 * distances + features[:, 0]
     strong = RatingHead.fit(distances, None, features, signal + rng.normal(scale=0.01, size=120))
+    assert strong.uses_features and strong.alpha < 1
     noise = RatingHead.fit(distances, None, features, rng.normal(size=120))
-    assert strong.alpha < 1 < noise.alpha
+    assert noise.inputs == "distance" and noise.alpha > 1
+
+
+def test_cross_validation_leaves_out_the_features_when_they_only_add_noise():
+    rng = np.random.default_rng(3)
+    features, distances, classifier = rng.normal(size=(100, 60)), rng.normal(size=100), rng.normal(size=100)
+    ratings = distances - 0.5 * classifier + rng.normal(scale=0.3, size=100)
+    head = RatingHead.fit(distances, classifier, features, ratings)
+    assert head.inputs == "distance,classifier"
+    assert head.weight.shape == (2,)
+    np.testing.assert_allclose(head.predict(distances, classifier, features), head.predict(distances, classifier, None))
 
 
 # ----------------------------------------------------------------------------- the command
@@ -101,7 +112,7 @@ def test_calibrated_checkpoint_predicts_held_out_ratings(calibrated):
     rated, scorer = calibrated
     checkpoint = load_checkpoint(rated)
     assert checkpoint.rating is not None and checkpoint.rating.n_ratings == 200
-    assert checkpoint.rating.inputs == "distance,classifier,features"
+    assert checkpoint.rating.uses_classifier  # the ratings depend on f(c, r)
     held_out = synthetic_ratings(scorer, 150, seed=4)
     result = DensityScorer(str(rated), device="cpu", dtype="float32").score(
         [row["context"] for row in held_out], [row["response"] for row in held_out]

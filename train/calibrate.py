@@ -52,7 +52,8 @@ def card_section(head: RatingHead, ratings_file: str) -> str:
     return (
         "\n## Rating head\n\n"
         f"This checkpoint also predicts a human rating per reply (`ratings` in `compute`, `density_rating` in the CLI): "
-        f"a ridge regression on the DEnsity distance{', f(c,r)' if head.uses_classifier else ''} and the features, "
+        f"a ridge regression on {head.inputs.replace(',', ', ')} (the DEnsity distance, f(c,r), the g(c,r) features; "
+        "chosen by cross-validation), "
         f"fitted on {head.n_ratings} human ratings from `{Path(ratings_file).name}` (scale {head.rating_min:g} to "
         f"{head.rating_max:g}) with `python -m train calibrate`. Penalty alpha {head.alpha:.4g}, chosen by "
         f"{head.folds}-fold cross-validation (mean squared error {head.cv_mse:.4g}). The ratings' scale and the "
