@@ -16,20 +16,41 @@ frozen BERT's contextual token embeddings:
   mean (:data:`BLEND`). It needs a human reference reply, so it is only reported on sets whose
   every row has one.
 
-The query is the context's last turn: RUBER and BERT-RUBER score (query, reply) pairs.
+RUBER scores a reply against a query (it was built on single-turn query-reply data). Our
+contexts have several turns, so the query is the context's **last turns joined with " "**: as many as
+fit, counted back from the latest, in the encoder's window (:data:`MAX_TOKENS` word pieces with
+[CLS] and [SEP]; turns are counted one by one, which for a WordPiece tokenizer is exact because
+it splits on whitespace). The latest turn is always kept (truncated at its end if it alone is
+too long). Keeping the *last* turns matters: truncating the joined context would cut the turn
+the reply answers.
+
+Substitutions (named in the columns, "(MiniLM)", and in ``config.json``): the frozen encoder is
+all-MiniLM-L6-v2 (6 layers, d = 384), not BERT-base (12 layers, d = 768); its last layer is
+pooled, as in the paper. A random reply that happens to be the gold reply's very text ("Yes .")
+is left out of the loss: it is not a negative.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
-from .common import ENCODER_NOTE, early_stopping, embed_texts, load_state_checked, load_weights, save_weights
+from .common import (
+    ENCODER_NOTE,
+    WEIGHTS_FILE,
+    VectorTable,
+    early_stopping,
+    embed_texts,
+    load_state_checked,
+    load_weights,
+    save_weights,
+)
 
 SYSTEM = "bert-ruber"
 UNREFERENCED = "BERT-RUBER unref (MiniLM)"
@@ -37,6 +58,7 @@ BLENDED = "BERT-RUBER blended (MiniLM)"
 BLEND = "arithmetic mean"
 POOLING = "max"
 HIDDEN = (256, 512, 128)
+MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length (train.retrieval.MAX_TOKENS), with [CLS] and [SEP]
 
 logger = logging.getLogger(__name__)
 
@@ -64,10 +86,31 @@ class UnreferencedScorer(nn.Module):
             return torch.softmax(logits, -1)[:, 1].double().numpy()
 
 
-def query_of(context) -> str:
-    """The query RUBER scores a reply against: the context's last turn (empty for an empty context)."""
+def query_of(context: Sequence[str] | str, count_tokens: Callable[[str], int], max_tokens: int = MAX_TOKENS) -> str:
+    """The query of ``context``: its last turns joined with " ", as many as fit in ``max_tokens``
+    (``count_tokens(turn)`` word pieces each, plus [CLS] and [SEP]); at least the last turn; "" if none."""
     turns = [context] if isinstance(context, str) else list(context)
-    return turns[-1] if turns else ""
+    kept, used = [], 2
+    for turn in reversed(turns):
+        used += count_tokens(turn)
+        if kept and used > max_tokens:
+            break
+        kept.append(turn)
+    return " ".join(reversed(kept))
+
+
+def queries(contexts: Sequence[Sequence[str] | str], encoder: str, max_tokens: int = MAX_TOKENS) -> list[str]:
+    """:func:`query_of` every context, with ``encoder``'s tokenizer counting each distinct turn once."""
+    from transformers import AutoTokenizer
+
+    from train.model import backbone_path
+
+    tokenizer = AutoTokenizer.from_pretrained(backbone_path(encoder))
+    contexts = [[c] if isinstance(c, str) else list(c) for c in contexts]
+    turns = list(dict.fromkeys(t for c in contexts for t in c))
+    ids = tokenizer(turns, add_special_tokens=False)["input_ids"] if turns else []
+    counts = {turn: len(row) for turn, row in zip(turns, ids)}
+    return [query_of(c, counts.__getitem__, max_tokens) for c in contexts]
 
 
 def min_max(scores: np.ndarray) -> np.ndarray:
@@ -78,6 +121,7 @@ def min_max(scores: np.ndarray) -> np.ndarray:
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(n,) float64 cosine similarity of the rows of ``a`` and ``b`` (n, d); RUBER's referenced score."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     return np.sum(a * b, -1) / np.maximum(np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1), 1e-12)
 
@@ -87,13 +131,25 @@ def blend(unreferenced: np.ndarray, referenced: np.ndarray) -> np.ndarray:
     return (min_max(unreferenced) + min_max(referenced)) / 2
 
 
-def _pairs(data_dir: Path, split: str, limit: int) -> tuple[list[str], list[str]]:
+def batch_loss(
+    model: UnreferencedScorer, table: torch.Tensor, queries: torch.Tensor, golds: torch.Tensor, randoms: torch.Tensor
+) -> torch.Tensor:
+    """Mean cross-entropy of (query, gold reply) as class 1 and (query, random reply) as class 0,
+    all (b,) rows of ``table``; a random reply with its gold reply's text (the same row) is left out."""
+    logits = model(table[torch.cat([queries, queries])], table[torch.cat([golds, randoms])])
+    labels = torch.cat([torch.ones(len(queries)), torch.zeros(len(queries))]).long()
+    keep = torch.cat([torch.ones(len(queries), dtype=torch.bool), randoms != golds])
+    return nn.functional.cross_entropy(logits[keep], labels[keep])
+
+
+def _pairs(data_dir: Path, split: str, limit: int, encoder: str, max_tokens: int) -> tuple[list[str], list[str]]:
+    """(queries, gold replies) of a DailyDialog split, its first ``limit`` pairs if ``limit``."""
     from train.corpora import load_dailydialog, response_pairs
 
     contexts, responses = response_pairs(load_dailydialog(data_dir, split))
     if limit:
         contexts, responses = contexts[:limit], responses[:limit]
-    return [query_of(c) for c in contexts], list(responses)
+    return queries(contexts, encoder, max_tokens), list(responses)
 
 
 def train(
@@ -106,37 +162,33 @@ def train(
     patience: int = 3,
     batch_size: int = 128,
     lr: float = 1e-3,
+    max_tokens: int = MAX_TOKENS,
     seed: int = 0,
     command: str = "",
 ) -> dict:
-    """Train the unreferenced scorer on DailyDialog train; early-stop on validation cross-entropy."""
+    """Train the unreferenced scorer on DailyDialog train; early-stop on the cross-entropy of the
+    validation split's gold replies against fixed random ones (at most 2,000 pairs)."""
     started = time.perf_counter()
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    train_q, train_r = _pairs(Path(data_dir), "train", limit)
-    valid_q, valid_r = _pairs(Path(data_dir), "validation", min(limit, 2000) if limit else 2000)
-    vectors = embed_texts(train_q + train_r + valid_q + valid_r, encoder, POOLING, normalize=False)
-    q = torch.tensor(np.stack([vectors[t] for t in train_q]))
-    r = torch.tensor(np.stack([vectors[t] for t in train_r]))
-    vq = torch.tensor(np.stack([vectors[t] for t in valid_q]))
-    vr = torch.tensor(np.stack([vectors[t] for t in valid_r]))
-    valid_random = vr[torch.from_numpy(np.random.default_rng(seed + 1).permutation(len(vr)))]
-    model = UnreferencedScorer(q.shape[1])
+    train_q, train_r = _pairs(Path(data_dir), "train", limit, encoder, max_tokens)
+    valid_q, valid_r = _pairs(Path(data_dir), "validation", min(limit, 2000) if limit else 2000, encoder, max_tokens)
+    texts = train_q + train_r + valid_q + valid_r
+    vectors = VectorTable(embed_texts(texts, encoder, POOLING, normalize=False, max_tokens=max_tokens))
+    table = vectors.table
+    q, gold = vectors.rows(train_q), vectors.rows(train_r)  # table rows, one per training pair
+    vq, v_gold = vectors.rows(valid_q), vectors.rows(valid_r)
+    v_random = v_gold[torch.from_numpy(np.random.default_rng(seed + 1).permutation(len(v_gold)))]
+    model = UnreferencedScorer(table.shape[1])
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    loss_fn = nn.CrossEntropyLoss()
-
-    def batch_loss(queries, golds, randoms) -> torch.Tensor:
-        logits = model(torch.cat([queries, queries]), torch.cat([golds, randoms]))
-        labels = torch.cat([torch.ones(len(queries)), torch.zeros(len(queries))]).long()
-        return loss_fn(logits, labels)
 
     def epoch_step(epoch: int) -> float:
         order = torch.from_numpy(rng.permutation(len(q)))
-        randoms = r[torch.from_numpy(rng.integers(0, len(r), len(r)))]  # fresh random replies every epoch
+        randoms = gold[torch.from_numpy(rng.integers(0, len(gold), len(gold)))]  # fresh random replies every epoch
         losses = []
         for start in range(0, len(order), batch_size):
             part = order[start : start + batch_size]
-            loss = batch_loss(q[part], r[part], randoms[part])
+            loss = batch_loss(model, table, q[part], gold[part], randoms[part])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -145,23 +197,25 @@ def train(
 
     def evaluate() -> float:
         with torch.inference_mode():
-            return batch_loss(vq, vr, valid_random).item()
+            return batch_loss(model, table, vq, v_gold, v_random).item()
 
     history = early_stopping(epoch_step, evaluate, model, epochs, patience, desc="BERT-RUBER")
-    with torch.inference_mode():
-        gold = model.gold_probability(vq, vr)
-        random_ = model.gold_probability(vq, valid_random)
+    distinct = (v_random != v_gold).numpy()
+    gold_p = model.gold_probability(table[vq].numpy(), table[v_gold].numpy())
+    random_p = model.gold_probability(table[vq][distinct].numpy(), table[v_random][distinct].numpy())
     config = {
         "system": SYSTEM,
         "encoder": encoder,
         "encoder_note": ENCODER_NOTE,
         "pooling": POOLING,
-        "dim": int(q.shape[1]),
+        "query": "the context's last turns joined with ' ', as many as fit in max_tokens",
+        "max_tokens": max_tokens,
+        "dim": int(table.shape[1]),
         "hidden": list(HIDDEN),
         "blend": BLEND,
         "train_pairs": len(q),
         "valid_pairs": len(vq),
-        "valid_accuracy": float((np.mean(gold > 0.5) + np.mean(random_ < 0.5)) / 2),
+        "valid_accuracy": float((np.mean(gold_p > 0.5) + np.mean(random_p < 0.5)) / 2),
         "hyperparameters": {"batch_size": batch_size, "lr": lr, "max_epochs": epochs, "patience": patience},
         "seed": seed,
         **history,
@@ -169,6 +223,7 @@ def train(
         "command": command,
     }
     save_weights(out, model.state_dict(), config)
+    logger.info("BERT-RUBER: best epoch %d, validation accuracy %.3f", config["best_epoch"], config["valid_accuracy"])
     return config
 
 
@@ -179,19 +234,26 @@ class BertRuberColumns:
 
     def __init__(self, weights_dir: str | Path):
         state, self.config = load_weights(weights_dir, SYSTEM)
-        self.model = UnreferencedScorer(self.config["dim"], tuple(self.config["hidden"]))
-        load_state_checked(self.model, state, Path(weights_dir) / "weights.safetensors")
+        path = Path(weights_dir) / WEIGHTS_FILE
+        try:
+            self.model = UnreferencedScorer(int(self.config["dim"]), tuple(int(h) for h in self.config["hidden"]))
+            self.encoder, self.max_tokens = str(self.config["encoder"]), int(self.config["max_tokens"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"{Path(weights_dir) / 'config.json'}: missing or malformed field ({err!r})") from None
+        load_state_checked(self.model, state, path)
         self.model.eval()
-        self.encoder = self.config["encoder"]
 
     def reports(self, set_name: str, protocol: str) -> bool:
         return True
 
-    def __call__(self, contexts, responses, references=None) -> dict[str, np.ndarray]:
-        queries = [query_of(c) for c in contexts]
-        texts = queries + list(responses) + list(references or [])
-        vectors = embed_texts(texts, self.encoder, POOLING, normalize=False)
-        q = np.stack([vectors[t] for t in queries])
+    def __call__(
+        self, contexts: list[list[str]], responses: list[str], references: list[str] | None = None
+    ) -> dict[str, np.ndarray]:
+        """{column: (n,) float64}; the blended column only if every row has a non-empty reference."""
+        query_texts = queries(contexts, self.encoder, self.max_tokens)
+        texts = query_texts + list(responses) + list(references or [])
+        vectors = embed_texts(texts, self.encoder, POOLING, normalize=False, max_tokens=self.max_tokens)
+        q = np.stack([vectors[t] for t in query_texts])
         r = np.stack([vectors[t] for t in responses])
         unreferenced = self.model.gold_probability(q, r)
         columns = {UNREFERENCED: unreferenced}

@@ -71,13 +71,42 @@ def load_state_checked(module: torch.nn.Module, state: dict[str, torch.Tensor], 
     module.load_state_dict({k: v.float() for k, v in state.items()})
 
 
-def embed_texts(texts: Sequence[str], encoder: str, pooling: str, normalize: bool) -> dict[str, np.ndarray]:
-    """Frozen embedding of every distinct text (``train.retrieval.embed``), as a text -> vector map."""
-    from train.retrieval import embed
+def embed_texts(
+    texts: Sequence[str], encoder: str, pooling: str, normalize: bool, max_tokens: int | None = None
+) -> dict[str, np.ndarray]:
+    """Frozen embedding of every distinct text (``train.retrieval.embed``: length-sorted batches,
+    truncated to ``max_tokens``, default the encoder's 256), as a text -> (d,) float32 map."""
+    from train.retrieval import MAX_TOKENS, embed
 
     unique = list(dict.fromkeys(texts))
-    vectors = embed(unique, encoder, pooling=pooling, normalize=normalize, progress=len(unique) > 2000)
+    vectors = embed(
+        unique,
+        encoder,
+        pooling=pooling,
+        normalize=normalize,
+        max_tokens=max_tokens or MAX_TOKENS,
+        progress=len(unique) > 2000,
+    )
     return dict(zip(unique, vectors))
+
+
+class VectorTable:
+    """Frozen vectors of distinct texts as one (m + 1, d) float32 tensor, row 0 all zeros (padding).
+
+    Training works on row numbers: a batch is ``table[rows]``, and two texts are the same text
+    exactly when their rows are equal (which is how a negative equal to its gold reply is found).
+    """
+
+    def __init__(self, vectors: dict[str, np.ndarray]):
+        self.row = {text: i + 1 for i, text in enumerate(vectors)}
+        dim = len(next(iter(vectors.values())))
+        self.table = torch.from_numpy(
+            np.concatenate([np.zeros((1, dim), np.float32), np.stack(list(vectors.values()))])
+        )
+
+    def rows(self, texts: Sequence[str]) -> torch.Tensor:
+        """(n,) int64 table rows of ``texts``."""
+        return torch.tensor([self.row[t] for t in texts], dtype=torch.long)
 
 
 def early_stopping(

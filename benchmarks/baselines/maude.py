@@ -17,11 +17,22 @@ re-implemented from the paper with all-MiniLM-L6-v2 for BERT.
   - syntactic: *word order* (the reply's words shuffled), *word drop* (each word dropped with
     probability 0.15) and *word repeat* (from one of the reply's first two words on, that word
     repeated to the reply's length: "i have have have");
-  - semantic: *random utterance*, a reply of another training dialogue.
+  - semantic: *random utterance*, the reply of a random training pair (almost always of another
+    dialogue).
 
-  As in the paper, the corrupted replies are made once, before training (seeded), so that their
+  The corrupted replies are made once, before training (seeded per row), so that their frozen
   vectors are computed once; the random utterance is drawn afresh every epoch. The paper drew 5
-  of each kind per context; we draw :data:`PER_KIND` to keep training in minutes on a CPU.
+  of each kind per context; we draw :data:`PER_KIND` (one of each of the four kinds, so four
+  negatives per gold reply) to keep training in minutes on a CPU: with five of each, the frozen
+  vectors to compute would grow from about 4 to 16 per context.
+
+  A "negative" that is the gold reply's very text (a shuffled one-word reply, a word drop that
+  dropped nothing, a random utterance that is also "Yes .") is left out of the loss: it is not
+  a negative. The paper's description does not say what it did with these.
+
+Substitutions (named in the column, "(MiniLM)", and in ``config.json``): frozen all-MiniLM-L6-v2
+sentence vectors (d = 384) for BERT-base's [CLS] (d = 768); words are whitespace-separated
+tokens of the text as given (DailyDialog separates punctuation, so "." counts as a word).
 """
 
 from __future__ import annotations
@@ -35,7 +46,16 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .common import ENCODER_NOTE, early_stopping, embed_texts, load_state_checked, load_weights, save_weights
+from .common import (
+    ENCODER_NOTE,
+    WEIGHTS_FILE,
+    VectorTable,
+    early_stopping,
+    embed_texts,
+    load_state_checked,
+    load_weights,
+    save_weights,
+)
 
 SYSTEM = "maude"
 COLUMN = "MaUde (MiniLM)"
@@ -43,6 +63,7 @@ SYNTACTIC = ("word_order", "word_drop", "word_repeat")
 DROP_RATE = 0.15
 PER_KIND = 1
 DOWN_DIM, DECODER_HIDDEN, DROPOUT = 300, 200, 0.2
+CHUNK = 256  # contexts per forward pass when scoring and validating
 
 logger = logging.getLogger(__name__)
 
@@ -107,30 +128,53 @@ class MaUdeModel(nn.Module):
         return self.decoder(torch.cat([h, r, (h - r).abs(), h * r], dim=-1)).squeeze(-1)
 
 
-class VectorTable:
-    """Frozen vectors of distinct texts in one (m + 1, d) tensor (row 0: padding), with lookups by text."""
-
-    def __init__(self, vectors: dict[str, np.ndarray]):
-        self.row = {text: i + 1 for i, text in enumerate(vectors)}
-        dim = len(next(iter(vectors.values())))
-        self.table = torch.from_numpy(
-            np.concatenate([np.zeros((1, dim), np.float32), np.stack(list(vectors.values()))])
-        )
-
-    def rows(self, texts) -> torch.Tensor:
-        return torch.tensor([self.row[t] for t in texts])
-
-    def contexts(self, contexts: list[list[str]]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Padded (n, most turns) table rows of each context's utterances, and the turn counts;
-        an empty context reads as one empty turn."""
-        turns = [list(c) if len(c) else [""] for c in contexts]
-        ids = torch.zeros((len(turns), max(len(t) for t in turns)), dtype=torch.long)
-        for i, context in enumerate(turns):
-            ids[i, : len(context)] = self.rows(context)
-        return ids, torch.tensor([len(t) for t in turns])
+def context_rows(vectors: VectorTable, contexts: list[list[str]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(n, most turns) table rows of each context's utterances, padded with row 0, and (n,) turn
+    counts; an empty context reads as one empty turn."""
+    turns = [list(c) if len(c) else [""] for c in contexts]
+    ids = torch.zeros((len(turns), max(len(t) for t in turns)), dtype=torch.long)
+    for i, context in enumerate(turns):
+        ids[i, : len(context)] = vectors.rows(context)
+    return ids, torch.tensor([len(t) for t in turns])
 
 
-def _texts(contexts, replies) -> list[str]:
+def logits(
+    model: MaUdeModel, table: torch.Tensor, context_ids: torch.Tensor, counts: torch.Tensor, replies: torch.Tensor
+) -> torch.Tensor:
+    """(n,) logits of replies (table rows) after contexts (table rows ``context_ids`` (n, t), ``counts`` turns),
+    in chunks of :data:`CHUNK` contexts, each padded to its own longest."""
+    out = []
+    with torch.inference_mode():
+        for i in range(0, len(replies), CHUNK):
+            ids, n = context_ids[i : i + CHUNK], counts[i : i + CHUNK]
+            out.append(model(table[ids[:, : int(n.max())]], n, table[replies[i : i + CHUNK]]))
+    return torch.cat(out) if out else torch.zeros(0)
+
+
+def nce_loss(
+    model: MaUdeModel,
+    table: torch.Tensor,
+    context_ids: torch.Tensor,
+    counts: torch.Tensor,
+    golds: torch.Tensor,
+    negatives: torch.Tensor,
+    reduction: str = "mean",
+):
+    """Binary cross-entropy of the gold replies (b,) as 1 and their negatives (b, k) as 0, all as
+    table rows, after contexts (table rows ``context_ids`` (b, t), ``counts`` (b,) turns). A negative
+    with its gold reply's text (the same row) is left out. With ``reduction="sum"``: (sum, terms)."""
+    k = negatives.shape[1]
+    utterances = table[context_ids[:, : int(counts.max())]]
+    replies = table[torch.cat([golds, negatives.T.reshape(-1)])]
+    scores = model(utterances.repeat(1 + k, 1, 1), counts.repeat(1 + k), replies)
+    labels = torch.cat([torch.ones(len(golds)), torch.zeros(len(golds) * k)])
+    keep = torch.cat([torch.ones(len(golds), dtype=torch.bool), (negatives != golds[:, None]).T.reshape(-1)])
+    loss = nn.functional.binary_cross_entropy_with_logits(scores[keep], labels[keep], reduction=reduction)
+    return loss if reduction == "mean" else (loss.item(), int(keep.sum()))
+
+
+def _texts(contexts: list[list[str]], replies: list[str]) -> list[str]:
+    """Every utterance to embed: the contexts' turns (an empty context as one empty turn) and the replies."""
     return [t for c in contexts for t in (c if len(c) else [""])] + list(replies)
 
 
@@ -160,32 +204,22 @@ def train(
     v_contexts, v_replies = response_pairs(load_dailydialog(Path(data_dir), "validation"))
     if limit:
         contexts, replies = contexts[:limit], replies[:limit]
-    v_contexts, v_replies = v_contexts[:2000], v_replies[:2000]
+    v_limit = min(limit, 2000) if limit else 2000
+    v_contexts, v_replies = v_contexts[:v_limit], v_replies[:v_limit]
     corrupt, v_corrupt = syntactic_negatives(replies, seed), syntactic_negatives(v_replies, seed + 1)
     texts = _texts(contexts, replies) + _texts(v_contexts, v_replies)
     texts += [t for row in corrupt + v_corrupt for t in row]
     vectors = VectorTable(embed_texts(texts, encoder, "mean", normalize=True))
     table = vectors.table
-    context_ids, counts = vectors.contexts(contexts)
+    context_ids, counts = context_rows(vectors, contexts)
     gold = vectors.rows(replies)
     negatives = torch.stack([vectors.rows(row) for row in corrupt])  # (n, k) table rows
-    v_context_ids, v_counts = vectors.contexts(v_contexts)
-    v_utterances, v_gold = table[v_context_ids], table[vectors.rows(v_replies)]
+    v_context_ids, v_counts = context_rows(vectors, v_contexts)
+    v_gold = vectors.rows(v_replies)
     v_random = v_gold[torch.from_numpy(np.random.default_rng(seed + 2).permutation(len(v_gold)))]
-    v_negatives = torch.cat([table[torch.stack([vectors.rows(row) for row in v_corrupt])], v_random[:, None]], 1)
+    v_negatives = torch.cat([torch.stack([vectors.rows(row) for row in v_corrupt]), v_random[:, None]], 1)
     model = MaUdeModel(table.shape[1], down_dim, decoder_hidden)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    bce = nn.BCEWithLogitsLoss()
-
-    def nce_loss(utt, cnt, golds, negs) -> torch.Tensor:
-        k = negs.shape[1]
-        logits = model(
-            utt.repeat(1 + k, 1, 1),
-            cnt.repeat(1 + k),
-            torch.cat([golds, negs.transpose(0, 1).reshape(-1, golds.shape[1])]),
-        )
-        labels = torch.cat([torch.ones(len(golds)), torch.zeros(len(golds) * k)])
-        return bce(logits, labels)
 
     def epoch_step(epoch: int) -> float:
         order = torch.from_numpy(rng.permutation(len(gold)))
@@ -193,9 +227,8 @@ def train(
         losses = []
         for start in range(0, len(order), batch_size):
             part = order[start : start + batch_size]
-            negs = table[torch.cat([negatives[part], randoms[part][:, None]], 1)]
-            ids = context_ids[part][:, : int(counts[part].max())]
-            loss = nce_loss(table[ids], counts[part], table[gold[part]], negs)
+            negs = torch.cat([negatives[part], randoms[part][:, None]], 1)
+            loss = nce_loss(model, table, context_ids[part], counts[part], gold[part], negs)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -203,17 +236,23 @@ def train(
         return float(np.mean(losses))
 
     def evaluate() -> float:
+        total, terms = 0.0, 0
         with torch.inference_mode():
-            return nce_loss(v_utterances, v_counts, v_gold, v_negatives).item()
+            for i in range(0, len(v_gold), CHUNK):  # in chunks: a context is read 1 + k times
+                part = slice(i, i + CHUNK)
+                loss, n = nce_loss(
+                    model, table, v_context_ids[part], v_counts[part], v_gold[part], v_negatives[part], "sum"
+                )
+                total, terms = total + loss, terms + n
+        return total / terms
 
     history = early_stopping(epoch_step, evaluate, model, epochs, patience, desc="MaUde")
-    with torch.inference_mode():
-        gold_scores = model(v_utterances, v_counts, v_gold)
-        kinds = [*SYNTACTIC, "random_utterance"]
-        accuracy = {
-            kind: float((gold_scores > model(v_utterances, v_counts, v_negatives[:, j])).float().mean())
-            for j, kind in enumerate(kinds)
-        }
+    gold_scores = logits(model, table, v_context_ids, v_counts, v_gold)
+    accuracy = {}
+    for j, kind in enumerate([*SYNTACTIC, "random_utterance"]):
+        distinct = v_negatives[:, j] != v_gold
+        negative_scores = logits(model, table, v_context_ids[distinct], v_counts[distinct], v_negatives[distinct, j])
+        accuracy[kind] = float((gold_scores[distinct] > negative_scores).float().mean())
     config = {
         "system": SYSTEM,
         "encoder": encoder,
@@ -233,6 +272,7 @@ def train(
         "command": command,
     }
     save_weights(out, model.state_dict(), config)
+    logger.info("MaUde: best epoch %d, validation gold above negative %s", config["best_epoch"], accuracy)
     return config
 
 
@@ -244,25 +284,26 @@ class MaUdeColumns:
     def __init__(self, weights_dir: str | Path):
         state, self.config = load_weights(weights_dir, SYSTEM)
         c = self.config
-        self.model = MaUdeModel(c["dim"], c["down_dim"], c["decoder_hidden"], c["dropout"])
-        load_state_checked(self.model, state, Path(weights_dir) / "weights.safetensors")
+        try:
+            self.model = MaUdeModel(int(c["dim"]), int(c["down_dim"]), int(c["decoder_hidden"]), float(c["dropout"]))
+            self.encoder = str(c["encoder"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"{Path(weights_dir) / 'config.json'}: missing or malformed field ({err!r})") from None
+        load_state_checked(self.model, state, Path(weights_dir) / WEIGHTS_FILE)
         self.model.eval()
 
     def reports(self, set_name: str, protocol: str) -> bool:
         return True
 
-    def __call__(self, contexts, responses, references=None) -> dict[str, np.ndarray]:
+    def __call__(
+        self, contexts: list[list[str]], responses: list[str], references: list[str] | None = None
+    ) -> dict[str, np.ndarray]:
+        """{column: (n,) float64 in (0, 1)}; ``references`` are not used (MaUde is unreferenced)."""
         contexts = [[c] if isinstance(c, str) else list(c) for c in contexts]
-        vectors = VectorTable(embed_texts(_texts(contexts, responses), self.config["encoder"], "mean", normalize=True))
-        context_ids, counts = vectors.contexts(contexts)
-        replies = vectors.table[vectors.rows(responses)]
-        scores = []
-        with torch.inference_mode():
-            for i in range(0, len(replies), 256):
-                ids, n = context_ids[i : i + 256], counts[i : i + 256]
-                utterances = vectors.table[ids[:, : int(n.max())]]
-                scores.append(torch.sigmoid(self.model(utterances, n, replies[i : i + 256])))
-        return {COLUMN: torch.cat(scores).double().numpy()}
+        vectors = VectorTable(embed_texts(_texts(contexts, responses), self.encoder, "mean", normalize=True))
+        context_ids, counts = context_rows(vectors, contexts)
+        scores = torch.sigmoid(logits(self.model, vectors.table, context_ids, counts, vectors.rows(responses)))
+        return {COLUMN: scores.double().numpy()}
 
 
 def load(weights_dir: str | Path) -> MaUdeColumns:
