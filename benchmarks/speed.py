@@ -73,6 +73,34 @@ def timed_interleaved(methods: dict, repeats: int) -> tuple[dict, dict]:
     return results, best
 
 
+def rank_speed(scorer: DensityScorer, contexts, pool, k: int, repeats: int) -> dict:
+    """Candidates per second of ``rank(context, k candidates)`` against the same pairs through
+    ``score()``, on ``contexts`` with k candidates each drawn from ``pool``; and their largest
+    relative score difference (the shared-context layout reads a context once per ``rank``)."""
+    rng = np.random.default_rng(1)
+    groups = [[pool[j] for j in rng.choice(len(pool), size=k, replace=False)] for _ in contexts]
+    flat_contexts = [c for c, group in zip(contexts, groups) for _ in group]
+    flat = [r for group in groups for r in group]
+    outputs, seconds = timed_interleaved(
+        {
+            "rank": lambda: np.concatenate([scorer.rank(c, group).scores for c, group in zip(contexts, groups)]),
+            "score": lambda: scorer.score(flat_contexts, flat).scores,
+        },
+        repeats,
+    )
+    n = len(flat)
+    return {
+        "layout": scorer.encoder.pair_format.layout,
+        "candidates_per_context": k,
+        "contexts": len(contexts),
+        "rank_candidates_per_s": n / seconds["rank"],
+        "score_pairs_per_s": n / seconds["score"],
+        "rank_vs_score_max_rel_diff": float(
+            np.max(np.abs(outputs["rank"] - outputs["score"]) / np.maximum(np.abs(outputs["score"]), 1e-12))
+        ),
+    }
+
+
 def encoder_flops(scorer: DensityScorer, contexts, responses) -> float:
     """Forward FLOPs of the encoder on these pairs (matmuls only, no padding)."""
     config = scorer.encoder.model.config
@@ -100,6 +128,13 @@ def main(argv=None) -> None:
     parser.add_argument("--peak-tflops", type=float, default=790.0, help="bf16 dense peak of the GPU, for the floor")
     parser.add_argument("--json", default=None, help="also write the results here")
     parser.add_argument("--repeats", type=int, default=3, help="rounds over all methods; each one's best run counts")
+    parser.add_argument(
+        "--rank",
+        type=int,
+        default=0,
+        help="also time rank(context, K candidates) against score() on the same pairs, for --rank-contexts contexts",
+    )
+    parser.add_argument("--rank-contexts", type=int, default=50)
     args = parser.parse_args(argv)
 
     contexts, responses = response_pairs(load_dailydialog(Path(args.data_dir) / "dailydialog", "test"))
@@ -149,6 +184,8 @@ def main(argv=None) -> None:
         if device == "cuda":
             floor = encoder_flops(fp32, contexts, responses) / (args.peak_tflops * 1e12)
             entry["bf16_share_of_arithmetic_floor"] = floor / t16
+        if args.rank:
+            entry["rank"] = rank_speed(fp32, contexts[: args.rank_contexts], responses, args.rank, args.repeats)
         results[device] = entry
         for name, rate in (
             ("naive per-pair loop, fp32", naive_rate),
@@ -156,6 +193,11 @@ def main(argv=None) -> None:
             ("DensityScorer, bf16 autocast", entry["scorer_bf16_pairs_per_s"]),
         ):
             rows.append(f"| {device} | {name} | {rate:.1f} | {rate / naive_rate:.2f}x |")
+        if args.rank:
+            rate = entry["rank"]["rank_candidates_per_s"]
+            rows.append(
+                f"| {device} | rank(), {args.rank} candidates a context, fp32 | {rate:.1f} | {rate / naive_rate:.2f}x |"
+            )
     print(
         f"{len(responses)} DailyDialog test pairs (naive loop: {naive_n}), batch size {args.batch_size}, "
         f"{results['torch_threads']} torch threads\n"
