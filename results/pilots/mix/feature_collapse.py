@@ -3,7 +3,9 @@
 PYTHONPATH=. python results/pilots/mix/feature_collapse.py
 """
 
-import numpy as np, torch
+import numpy as np
+import torch
+
 from density_metric.features import Encoder
 from density_metric.pair_format import PairFormat
 from train.corpora import load_dailydialog, response_pairs
