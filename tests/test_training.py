@@ -83,7 +83,9 @@ def test_training_logs_every_step_and_evaluation_and_keeps_the_best(backbone, tm
     train, valid = data()
     Trainer(config_for(backbone), train, valid, tmp_path).train()
     log = read_log(tmp_path)
-    assert [r["step"] for r in log if r["type"] == "train"] == list(range(1, 13))
+    steps = [r for r in log if r["type"] == "train"]
+    assert [r["step"] for r in steps] == list(range(1, 13))
+    assert all(r["loss"] == pytest.approx(r["ce"] + r["contrastive"], rel=1e-5) for r in steps)
     evals = [r for r in log if r["type"] == "eval"]
     assert len(evals) == 2 and all(0 <= r["recall_at_1"] <= 1 and 0 < r["mrr"] <= 1 for r in evals)
     for name in ("config.json", "model.safetensors", "density_head.safetensors", "tokenizer.json"):
@@ -374,31 +376,44 @@ def test_a_run_with_hard_negatives_resumes_to_the_same_weights(backbone, tmp_pat
         torch.testing.assert_close(resumed[name], tensor, rtol=1e-5, atol=1e-6)
 
 
-def test_the_loss_with_hard_negatives_equals_a_naive_loop(backbone, tmp_path):
+@pytest.mark.parametrize("exclude", ["", "repeat,drop"])
+def test_the_loss_with_hard_negatives_equals_a_naive_loop(backbone, tmp_path, exclude):
     """Cross-entropy over 1 + N candidates (hard ones included) plus the contrastive term in
-    which every negative is a class of its own, recomputed pair by pair from the features."""
+    which every negative is a class of its own, recomputed pair by pair from the features;
+    negatives of an excluded kind leave the contrastive term only."""
     train, valid = dialogue_data()
-    trainer = Trainer(config_for(backbone, negatives=6, negative_mix=MIX, validation_kinds=""), train, valid, tmp_path)
+    config = config_for(backbone, negatives=6, negative_mix=MIX, validation_kinds="", contrastive_exclude=exclude)
+    trainer = Trainer(config, train, valid, tmp_path)
     rows = list(range(4))
     drawn = trainer._draw(rows, epoch=0)
-    assert any(text in train.contexts[row] for row in rows for text in drawn[row])  # echoes are there
+    assert any(text in train.contexts[row] for row in rows for _, text in drawn[row])  # echoes are there
     contexts = [train.contexts[i] for i in rows]
-    candidates = [[train.responses[i], *drawn[i]] for i in rows]
+    candidates = [[train.responses[i], *(text for _, text in drawn[i])] for i in rows]
+    kinds = [[kind for kind, _ in drawn[i]] for i in rows]
     trainer.model.eval()
     with torch.no_grad():
-        loss = trainer._micro_batch_loss(contexts, candidates).item()
+        loss, ce_part, scl_part = (x.item() for x in trainer._micro_batch_loss(contexts, candidates, kinds))
         features, logits = trainer.model(_encode_groups(trainer.tokenizer, trainer.config, contexts, candidates))
     features, logits = features.double().numpy(), logits.double().numpy()
     group = 7
     ce = np.mean([np.log(np.exp(logits[g * group : (g + 1) * group]).sum()) - logits[g * group] for g in range(4)])
     z = features / np.linalg.norm(features, axis=1, keepdims=True)
     gold = [g * group for g in range(4)]
+    excluded = {g * group + 1 + j for g in range(4) for j, kind in enumerate(kinds[g]) if kind in exclude.split(",")}
+    assert bool(excluded) == bool(exclude)  # the mix has repeat and drop negatives here
     scl = []
     for i in gold:
-        others = [a for a in range(len(z)) if a != i]
+        others = [a for a in range(len(z)) if a != i and a not in excluded]
         log_denominator = np.log(sum(np.exp(z[i] @ z[a] / 0.1) for a in others))
         scl.append(-np.mean([z[i] @ z[p] / 0.1 - log_denominator for p in gold if p != i]))
+    assert ce_part == pytest.approx(ce, rel=1e-4)
+    assert scl_part == pytest.approx(np.mean(scl), rel=1e-4)
     assert loss == pytest.approx(ce + np.mean(scl), rel=1e-4)
+
+
+def test_an_unknown_excluded_kind_is_an_error(backbone):
+    with pytest.raises(ValueError, match="contrastive_exclude: unknown kind"):
+        config_for(backbone, contrastive_exclude="speaker,typo")
 
 
 def test_a_validation_index_built_for_another_pool_is_an_error_not_a_silent_skip(backbone, tmp_path):

@@ -219,6 +219,7 @@ def train_command(args) -> None:
         tau=args.tau,
         contrastive_weight=args.contrastive_weight,
         contrastive_average=args.contrastive_average,
+        contrastive_exclude=args.contrastive_exclude,
         seed=args.seed,
         eval_batch_size=args.eval_batch_size,
         valid_limit=args.valid_limit,
@@ -447,6 +448,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="gold-anchors",
         help="average the contrastive loss over the gold anchors (the paper, default) "
         "or over every row (the authors' code)",
+    )
+    recipe.add_argument(
+        "--contrastive-exclude",
+        default="",
+        metavar="KINDS",
+        help="negative kinds kept out of the contrastive term (still in the cross-entropy), comma-separated, "
+        "e.g. speaker,repeat,drop,shuffle: the near-copies of the gold (default: none, the paper)",
     )
     recipe.add_argument("--seed", type=int, default=42, help="seed of the data order and the head (default: 42)")
     recipe.add_argument("--eval-batch-size", type=int, default=32, help="validation contexts per forward pass")

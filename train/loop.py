@@ -37,7 +37,7 @@ from density_metric.pair_format import PairFormat, join_context
 from .data import SelectionData, epoch_negatives
 from .losses import CONTRASTIVE_AVERAGES, recall_and_mrr, selection_loss, supervised_contrastive_loss
 from .model import DensityModel
-from .negatives import KINDS, NegativeMix, draw_negatives, validation_candidates
+from .negatives import KINDS, NegativeMix, draw_labelled_negatives, validation_candidates
 from .validation import DevJudgments, auc, pearson, spearman
 
 logger = logging.getLogger(__name__)
@@ -65,6 +65,9 @@ class TrainConfig:
     tau: float = 0.1  # temperature of the supervised contrastive loss
     contrastive_weight: float = 1.0  # the paper's lambda: loss = CE + contrastive_weight * SCL
     contrastive_average: str = "gold-anchors"  # "gold-anchors" (the paper) or "all-rows" (the authors' code)
+    # Negative kinds kept out of the contrastive term (still in the cross-entropy), e.g.
+    # "speaker,repeat,drop,shuffle": comma-separated; "" (the paper): none.
+    contrastive_exclude: str = ""
     seed: int = 42
     eval_batch_size: int = 32  # validation contexts per forward pass
     valid_limit: int = 0  # validation pairs scored for Recall@1 after each epoch; 0: all
@@ -96,6 +99,9 @@ class TrainConfig:
                 f"contrastive_average must be one of {CONTRASTIVE_AVERAGES}, got {self.contrastive_average!r}"
             )
         NegativeMix.parse(self.negative_mix)  # a ValueError names a bad kind or weight
+        unknown = [kind for kind in self.excluded_kinds if kind not in KINDS]
+        if unknown:
+            raise ValueError(f"contrastive_exclude: unknown kind(s) {unknown}; kinds: {', '.join(KINDS)}")
         if self.evals_per_epoch < 1:
             raise ValueError(f"evals_per_epoch must be >= 1, got {self.evals_per_epoch}")
         if self.length_buckets < 0:
@@ -104,6 +110,11 @@ class TrainConfig:
             raise ValueError(f"attention_dropout must be in [0, 1), got {self.attention_dropout}")
         if self.mixed_precision not in ("auto", "no", "bf16", "fp16"):
             raise ValueError(f"mixed_precision must be 'auto', 'no', 'bf16' or 'fp16', got {self.mixed_precision!r}")
+
+    @property
+    def excluded_kinds(self) -> frozenset[str]:
+        """The kinds of ``contrastive_exclude``."""
+        return frozenset(kind.strip() for kind in self.contrastive_exclude.split(",") if kind.strip())
 
 
 def resolve_mixed_precision(setting: str) -> str:
@@ -285,18 +296,27 @@ class Trainer:
             with open(self.out_dir / "log.jsonl", "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(record) + "\n")
 
-    def _micro_batch_loss(self, contexts, candidates) -> torch.Tensor:
-        group_size = 1 + self.config.negatives
-        batch = _encode_groups(self.tokenizer, self.config, contexts, candidates)
+    def _micro_batch_loss(self, contexts, candidates, kinds) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The loss of one micro-batch and its two parts (cross-entropy, contrastive term).
+
+        ``kinds``: per context, the kind of each negative (rows of an excluded kind stay out of
+        the contrastive term)."""
+        config, group_size = self.config, 1 + self.config.negatives
+        batch = _encode_groups(self.tokenizer, config, contexts, candidates)
         device = self.accelerator.device
         with self.accelerator.autocast():
             features, logits = self.model({name: tensor.to(device) for name, tensor in batch.items()})
-        loss = selection_loss(logits, group_size)
-        if self.config.contrastive_weight:
-            loss = loss + self.config.contrastive_weight * supervised_contrastive_loss(
-                features, group_size, self.config.tau, self.config.contrastive_average
+        ce = selection_loss(logits, group_size)
+        contrastive = torch.zeros((), device=device)
+        if config.contrastive_weight:
+            keep = None
+            if config.excluded_kinds:
+                flags = [flag for row in kinds for flag in (True, *(kind not in config.excluded_kinds for kind in row))]
+                keep = torch.tensor(flags, device=device)
+            contrastive = supervised_contrastive_loss(
+                features, group_size, config.tau, config.contrastive_average, keep=keep
             )
-        return loss
+        return ce + config.contrastive_weight * contrastive, ce, contrastive
 
     def train(self, stop_after_steps: int | None = None, stop_after_seconds: float | None = None) -> dict:
         """Run the remaining epochs, or stop (state saved) after ``stop_after_steps`` optimizer steps
@@ -333,18 +353,22 @@ class Trainer:
                     index = (step * world + rank) * config.grad_accum + micro
                     rows = batches[index]
                     contexts = [self.train_data.contexts[i] for i in rows]
-                    drawn = negatives if negatives is not None else self._draw(rows, epoch)
-                    candidates = [[self.train_data.responses[i], *drawn[i]] for i in rows]
+                    if negatives is not None:
+                        drawn = {i: [("random", text) for text in negatives[i]] for i in map(int, rows)}
+                    else:
+                        drawn = self._draw(rows, epoch)
+                    candidates = [[self.train_data.responses[i], *(text for _, text in drawn[i])] for i in rows]
+                    kinds = [[kind for kind, _ in drawn[i]] for i in rows]
                     sync = micro == config.grad_accum - 1
                     with contextlib.nullcontext() if sync else accelerator.no_sync(self.model):
-                        loss = self._micro_batch_loss(contexts, candidates)
+                        loss, ce, contrastive = self._micro_batch_loss(contexts, candidates, kinds)
                         accelerator.backward(loss / config.grad_accum)
-                    losses.append(loss.detach())
+                    losses.append(torch.stack([loss, ce, contrastive]).detach())
                 accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
                 self.optimizer.step()
                 self.scheduler.step()
                 self.optimizer.zero_grad()
-                mean_loss = accelerator.reduce(torch.stack(losses).mean(), "mean").item()
+                mean_loss, mean_ce, mean_contrastive = accelerator.reduce(torch.stack(losses).mean(0), "mean").tolist()
                 self.progress["step_in_epoch"] = step + 1
                 self.progress["global_step"] += 1
                 bar.set_postfix(loss=f"{mean_loss:.4f}")
@@ -354,6 +378,8 @@ class Trainer:
                         "epoch": epoch,
                         "step": self.progress["global_step"],
                         "loss": mean_loss,
+                        "ce": mean_ce,
+                        "contrastive": mean_contrastive,
                         "lr": self.scheduler.get_last_lr()[0],
                         "elapsed": round(time.monotonic() - started, 2),  # seconds since this process began
                     }
@@ -375,9 +401,9 @@ class Trainer:
             self.save_state()
         return self.progress
 
-    def _draw(self, rows, epoch: int) -> dict[int, list[str]]:
-        """Negatives of ``rows`` from the mix: a function of (negatives_seed + epoch, row) only."""
-        drawn = draw_negatives(
+    def _draw(self, rows, epoch: int) -> dict[int, list[tuple[str, str]]]:
+        """Negatives of ``rows`` from the mix, as (kind, text): a function of (negatives_seed + epoch, row) only."""
+        drawn = draw_labelled_negatives(
             self.train_data,
             rows,
             self.config.negatives,

@@ -23,7 +23,11 @@ def selection_loss(logits: torch.Tensor, group_size: int) -> torch.Tensor:
 
 
 def supervised_contrastive_loss(
-    features: torch.Tensor, group_size: int, tau: float = 0.1, average: str = "gold-anchors"
+    features: torch.Tensor,
+    group_size: int,
+    tau: float = 0.1,
+    average: str = "gold-anchors",
+    keep: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Supervised contrastive loss on the L2-normalised [CLS] features of the whole batch (eq. 4).
 
@@ -36,16 +40,25 @@ def supervised_contrastive_loss(
     by every row of the batch, as the authors' code does (an effective weight of about
     lambda / (1 + N)).
 
+    ``keep`` (B * group_size,) bool leaves the rows where it is False out of the term altogether:
+    they are neither anchors nor in any denominator (and "every row" counts only kept rows). Used
+    for negatives that are near-copies of their gold (:data:`train.negatives.GOLD_KINDS`); they
+    stay in the cross-entropy.
+
     features: (B * group_size, d). Returns a scalar; 0 when no anchor has a positive (B = 1).
     """
     if average not in CONTRASTIVE_AVERAGES:
         raise ValueError(f"average must be one of {CONTRASTIVE_AVERAGES}, got {average!r}")
     z = F.normalize(features.float(), dim=-1)
+    gold = torch.arange(z.shape[0], device=z.device) % group_size == 0
+    if keep is not None:
+        if keep.shape != gold.shape:
+            raise ValueError(f"keep has shape {tuple(keep.shape)}, expected ({z.shape[0]},)")
+        z, gold = z[keep], gold[keep]
     rows = z.shape[0]
     self_mask = torch.eye(rows, dtype=torch.bool, device=z.device)
     similarity = (z @ z.T / tau).masked_fill(self_mask, float("-inf"))
     log_prob = similarity - torch.logsumexp(similarity, dim=1, keepdim=True)
-    gold = torch.arange(rows, device=z.device) % group_size == 0
     positives = gold[:, None] & gold[None, :] & ~self_mask
     count = positives.sum(dim=1)
     per_anchor = -log_prob.masked_fill(~positives, 0.0).sum(dim=1) / count.clamp(min=1)

@@ -68,6 +68,9 @@ if TYPE_CHECKING:
 KINDS = ("random", "same-dialogue", "echo", "speaker", "repeat", "drop", "shuffle", "retrieved")
 # Kinds that change the gold's words: the word sequence must differ from the gold's.
 PERTURBATIONS = frozenset({"repeat", "drop", "shuffle"})
+# Kinds made from the gold's own words (a perturbation, or the gold behind the previous turn):
+# near-copies of it, which ``--contrastive-exclude`` can keep out of the contrastive term.
+GOLD_KINDS = frozenset({"speaker", *PERTURBATIONS})
 # Kinds whose negatives are (or may be) context turns by definition.
 CONTEXT_KINDS = frozenset({"echo", "same-dialogue"})
 ECHO_LAST = 0.7  # probability that echo repeats the last context turn

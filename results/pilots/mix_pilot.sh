@@ -2,13 +2,16 @@
 # The negative-mix pilot of issue 12 (protocol: results/pilots/PROTOCOL.md): the three arms one
 # after the other, each trained, fitted and probed. Rerunning it resumes an arm that stopped
 # (--max-minutes) from its saved state: the same steps, so the same model.
-# Usage: bash results/pilots/mix_pilot.sh [ARM ...]   (default: all three, in order)
+# Usage: bash results/pilots/mix_pilot.sh [ARM ...]   (default: the first round's three, in order;
+# the second round: bash results/pilots/mix_pilot.sh mix-b mix-no-probe-kinds-b)
 set -euo pipefail
 STEPS=390   # 40 minutes at 6.0-6.2 s per 16-context step (measured on the whole corpus this session)
 declare -A MIX=(
   [random]="random:1"
   [mix]="random:8,same-dialogue:2,echo:1,speaker:1,repeat:1,drop:1,retrieved:1"
   [mix-no-probe-kinds]="random:8,same-dialogue:2,drop:1,retrieved:1"
+  [mix-b]="random:8,same-dialogue:2,echo:1,speaker:1,repeat:1,drop:1,retrieved:1"
+  [mix-no-probe-kinds-b]="random:8,same-dialogue:2,drop:1,retrieved:1"
 )
 # Arms 1 and 2 ran with the defaults (--mixed-precision auto, which is float32 on this CPU without
 # AVX512-BF16; state saved every 200 steps). Arm 3 may have to finish in another session, perhaps
@@ -17,6 +20,10 @@ declare -A EXTRA=(
   [random]=""
   [mix]=""
   [mix-no-probe-kinds]="--mixed-precision no --save-every 50"
+  # Second round (PROTOCOL.md, 2026-11-23 amendments): the near-copies of the gold leave the
+  # contrastive term.
+  [mix-b]="--mixed-precision no --save-every 50 --contrastive-exclude speaker,repeat,drop,shuffle"
+  [mix-no-probe-kinds-b]="--mixed-precision no --save-every 50 --contrastive-exclude speaker,repeat,drop,shuffle"
 )
 for name in ${@:-random mix mix-no-probe-kinds}; do
   out=runs/pilot-mix/$name
