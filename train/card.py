@@ -18,6 +18,28 @@ DATASETS = {
 }
 
 
+SELECTION_NAMES = {
+    "recall_at_1": "Recall@1",
+    "mrr": "MRR",
+    "zhao_dev_spearman": "Spearman correlation with the human ratings of DailyDialog-Zhao's first 20 % (`dev`)",
+    "zhao_dev_pearson": "Pearson correlation with the human ratings of DailyDialog-Zhao's first 20 % (`dev`)",
+}
+
+
+def _negatives_description(config) -> str:
+    """The card's words for the run's negatives."""
+    from .negatives import NegativeMix
+
+    mix = NegativeMix.parse(config.negative_mix)
+    if mix.random_only:
+        mode = "resampled each epoch" if config.resample_negatives else f"sampled once, seed {config.negatives_seed}"
+        return f"random negatives (utterances of the same split, never the gold nor a context turn; {mode})"
+    return (
+        f"negatives drawn from the mix `{mix}` (kinds of `train/negatives.py`; drawn afresh each epoch "
+        f"from seed {config.negatives_seed} + epoch)"
+    )
+
+
 def render_card(fields: dict, template: Path = TEMPLATE) -> str:
     """Fill the template; every ``$name`` in it must be given (a missing field raises KeyError)."""
     return Template(template.read_text(encoding="utf-8")).substitute(fields)
@@ -47,9 +69,7 @@ def card_fields(
         "name": name,
         "repo_id": repo_id,
         "negatives": config.negatives,
-        "negatives_mode": "resampled each epoch"
-        if config.resample_negatives
-        else f"sampled once, seed {config.negatives_seed}",
+        "negatives_description": _negatives_description(config),
         "recall_at_1": f"{metrics['recall_at_1']:.4f}",
         "mrr": f"{metrics['mrr']:.4f}",
         "train_pairs": f"{train_pairs:,}",
@@ -62,6 +82,14 @@ def card_fields(
             "all-rows": "averaged over every row as in the authors' code",
         }[config.contrastive_average],
         "tau": config.tau,
+        "contrastive_exclude": (
+            f"; negatives of the kinds {config.contrastive_exclude} stay out of it" if config.excluded_kinds else ""
+        ),
+        "layout": {
+            "paper": "the paper's layout (one row per context-response pair)",
+            "shared-context": "the shared-context layout (one row per context, its candidates in blocks after it)",
+        }[config.pair_format.layout],
+        "selection": SELECTION_NAMES.get(config.select_on, f"`{config.select_on}`"),
         "lr": config.lr,
         "schedule": (
             f"{config.epochs} epochs"
@@ -69,9 +97,13 @@ def card_fields(
             else f"{config.epochs} rounds of at most {config.max_steps_per_epoch} steps (each round a fresh "
             "shuffle of the training pairs, not a full pass)"
         ),
-        "round": "round" if config.max_steps_per_epoch else "epoch",
+        "eval_schedule": (
+            f"after each {'round' if config.max_steps_per_epoch else 'epoch'}"
+            if config.evals_per_epoch == 1
+            else f"{config.evals_per_epoch} times per {'round' if config.max_steps_per_epoch else 'epoch'}"
+        ),
         "valid_scope": f"the first {config.valid_limit:,}" if config.valid_limit else "all",
-        "batch_size": config.batch_size,
+        "batch_size": config.batch_size * config.grad_accum,
         "warmup_steps": config.warmup_steps,
         "command": command,
         "estimator": {
