@@ -45,9 +45,11 @@ def test_a_mix_run_card_names_the_mix_the_exclusions_the_layout_and_the_selectio
         grad_accum=4,
         evals_per_epoch=2,
         select_on="zhao_dev_spearman",
+        hard_negatives_after=130,
     )
-    assert "random negatives" not in text
+    assert "random negatives (utterances" not in text
     assert "negatives drawn from the mix `random:8,echo:1,drop:1`" in text
+    assert "random negatives only for the first 130 steps" in text
     assert "the kinds speaker,repeat,drop,shuffle stay out of it" in text
     assert "the shared-context layout" in text
     assert "16 contexts per step and process" in text

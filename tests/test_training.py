@@ -411,6 +411,29 @@ def test_the_loss_with_hard_negatives_equals_a_naive_loop(backbone, tmp_path, ex
     assert loss == pytest.approx(ce + np.mean(scl), rel=1e-4)
 
 
+def test_a_curriculum_trains_on_random_negatives_then_switches_to_the_mix(backbone, tmp_path):
+    """Before hard_negatives_after, a mix run is a random-only run with negatives resampled each
+    epoch (the same draws); after it, the mix changes the weights; a resumed run keeps to both."""
+    train, valid = dialogue_data()
+    steps = 12  # 2 epochs of 6 steps
+
+    def weights(name, stop=None, **overrides):
+        config = config_for(backbone, negatives=6, validation_kinds="", **overrides)
+        Trainer(config, train, valid, tmp_path / name).train(stop_after_steps=stop)
+        if stop:
+            Trainer(config, train, valid, tmp_path / name).train()
+        return load_file(str(tmp_path / name / "state" / "model.safetensors"))
+
+    random_only = weights("random", negative_mix="random:1", resample_negatives=True)
+    never = weights("never", negative_mix=MIX, hard_negatives_after=steps)
+    switched = weights("switched", negative_mix=MIX, hard_negatives_after=4)
+    resumed = weights("resumed", stop=3, negative_mix=MIX, hard_negatives_after=4)
+    for name, tensor in random_only.items():
+        torch.testing.assert_close(never[name], tensor, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(resumed[name], switched[name], rtol=1e-5, atol=1e-6)
+    assert any(not torch.allclose(switched[name], tensor) for name, tensor in random_only.items())
+
+
 def test_an_unknown_excluded_kind_is_an_error(backbone):
     with pytest.raises(ValueError, match="contrastive_exclude: unknown kind"):
         config_for(backbone, contrastive_exclude="speaker,typo")

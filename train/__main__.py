@@ -230,6 +230,7 @@ def train_command(args) -> None:
         length_buckets=args.length_buckets,
         attention_dropout=args.attention_dropout,
         negative_mix=args.negative_mix,
+        hard_negatives_after=args.hard_negatives_after,
         retrieval_index=args.retrieval_index,
         validation_kinds=args.validation_kinds,
         valid_fit_pairs=args.valid_fit_pairs,
@@ -489,6 +490,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="weights of the negative kinds, e.g. random:8,same-dialogue:2,echo:1,speaker:1,repeat:1,drop:1,"
         "retrieved:1 (default random:1: the authors' random negatives; any other mix draws every negative "
         "afresh each epoch)",
+    )
+    negatives.add_argument(
+        "--hard-negatives-after",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="a curriculum: random negatives only for the first STEPS optimizer steps, then the mix (default 0)",
     )
     negatives.add_argument("--retrieval-index", default="", help="index of `python -m train retrieval-index`")
     negatives.add_argument(

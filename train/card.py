@@ -34,9 +34,14 @@ def _negatives_description(config) -> str:
     if mix.random_only:
         mode = "resampled each epoch" if config.resample_negatives else f"sampled once, seed {config.negatives_seed}"
         return f"random negatives (utterances of the same split, never the gold nor a context turn; {mode})"
+    curriculum = (
+        f"; random negatives only for the first {config.hard_negatives_after:,} steps"
+        if config.hard_negatives_after
+        else ""
+    )
     return (
         f"negatives drawn from the mix `{mix}` (kinds of `train/negatives.py`; drawn afresh each epoch "
-        f"from seed {config.negatives_seed} + epoch)"
+        f"from seed {config.negatives_seed} + epoch{curriculum})"
     )
 
 

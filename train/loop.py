@@ -82,6 +82,9 @@ class TrainConfig:
     # Negatives (train/negatives.py): "random:1" is the authors' random negatives. With any other
     # mix every negative, hard or random, is drawn afresh each epoch from negatives_seed + epoch.
     negative_mix: str = "random:1"
+    # A curriculum: the first this-many optimizer steps draw random negatives only (from the same
+    # seed + epoch as the mix's random ones), then the mix. 0: the mix from the first step.
+    hard_negatives_after: int = 0
     retrieval_index: str = ""  # safetensors from `python -m train retrieval-index`, for "retrieved"
     # Validation (train/validation.py): kinds for per-kind AUCs ("all": every kind the data allows,
     # "": none), training pairs the evaluation Gaussian is fitted on, evaluations per epoch, and
@@ -102,6 +105,8 @@ class TrainConfig:
         unknown = [kind for kind in self.excluded_kinds if kind not in KINDS]
         if unknown:
             raise ValueError(f"contrastive_exclude: unknown kind(s) {unknown}; kinds: {', '.join(KINDS)}")
+        if self.hard_negatives_after < 0:
+            raise ValueError(f"hard_negatives_after must be >= 0, got {self.hard_negatives_after}")
         if self.evals_per_epoch < 1:
             raise ValueError(f"evals_per_epoch must be >= 1, got {self.evals_per_epoch}")
         if self.length_buckets < 0:
@@ -238,6 +243,7 @@ class Trainer:
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
         self.valid_negatives = valid.negatives(config.negatives, config.negatives_seed)
         self.mix = NegativeMix.parse(config.negative_mix)
+        self.random_mix = NegativeMix.parse("random:1")  # before hard_negatives_after
         self.retrieval = self._retrieval_index(train.pool) if "retrieved" in self.mix.kinds else None
         self.valid_kinds = self._validation_candidates(valid)
         fit = min(config.valid_fit_pairs, len(train))
@@ -356,7 +362,8 @@ class Trainer:
                     if negatives is not None:
                         drawn = {i: [("random", text) for text in negatives[i]] for i in map(int, rows)}
                     else:
-                        drawn = self._draw(rows, epoch)
+                        hard = self.progress["global_step"] >= config.hard_negatives_after
+                        drawn = self._draw(rows, epoch, self.mix if hard else self.random_mix)
                     candidates = [[self.train_data.responses[i], *(text for _, text in drawn[i])] for i in rows]
                     kinds = [[kind for kind, _ in drawn[i]] for i in rows]
                     sync = micro == config.grad_accum - 1
@@ -401,13 +408,14 @@ class Trainer:
             self.save_state()
         return self.progress
 
-    def _draw(self, rows, epoch: int) -> dict[int, list[tuple[str, str]]]:
-        """Negatives of ``rows`` from the mix, as (kind, text): a function of (negatives_seed + epoch, row) only."""
+    def _draw(self, rows, epoch: int, mix: NegativeMix | None = None) -> dict[int, list[tuple[str, str]]]:
+        """Negatives of ``rows`` from ``mix`` (default: the run's), as (kind, text): a function of
+        (negatives_seed + epoch, row) only."""
         drawn = draw_labelled_negatives(
             self.train_data,
             rows,
             self.config.negatives,
-            self.mix,
+            mix or self.mix,
             seed=self.config.negatives_seed + epoch,
             epoch=0,
             retrieval=self.retrieval,

@@ -3,7 +3,8 @@
 # after the other, each trained, fitted and probed. Rerunning it resumes an arm that stopped
 # (--max-minutes) from its saved state: the same steps, so the same model.
 # Usage: bash results/pilots/mix_pilot.sh [ARM ...]   (default: the first round's three, in order;
-# the second round: mix-b mix-no-probe-kinds-b; the third: mix-c random-c mix-no-probe-kinds-c)
+# the second round: mix-b mix-no-probe-kinds-b; the third: mix-c random-c mix-no-probe-kinds-c;
+# the fourth: mix-d mix-no-probe-kinds-d)
 set -euo pipefail
 STEPS=390   # 40 minutes at 6.0-6.2 s per 16-context step (measured on the whole corpus this session)
 declare -A MIX=(
@@ -15,6 +16,8 @@ declare -A MIX=(
   [random-c]="random:1"
   [mix-c]="random:8,same-dialogue:2,echo:1,speaker:1,repeat:1,drop:1,retrieved:1"
   [mix-no-probe-kinds-c]="random:8,same-dialogue:2,drop:1,retrieved:1"
+  [mix-d]="random:8,same-dialogue:2,echo:1,speaker:1,repeat:1,drop:1,retrieved:1"
+  [mix-no-probe-kinds-d]="random:8,same-dialogue:2,drop:1,retrieved:1"
 )
 # Arms 1 and 2 ran with the defaults (--mixed-precision auto, which is float32 on this CPU without
 # AVX512-BF16; state saved every 200 steps). Arm 3 may have to finish in another session, perhaps
@@ -31,6 +34,9 @@ declare -A EXTRA=(
   [random-c]="--mixed-precision no --save-every 50 --contrastive-average all-rows"
   [mix-c]="--mixed-precision no --save-every 50 --contrastive-average all-rows"
   [mix-no-probe-kinds-c]="--mixed-precision no --save-every 50 --contrastive-average all-rows"
+  # Fourth round (2c collapsed too): random negatives for the first 130 steps, then the mix.
+  [mix-d]="--mixed-precision no --save-every 50 --hard-negatives-after 130"
+  [mix-no-probe-kinds-d]="--mixed-precision no --save-every 50 --hard-negatives-after 130"
 )
 for name in ${@:-random mix mix-no-probe-kinds}; do
   out=runs/pilot-mix/$name
