@@ -33,6 +33,7 @@ from .corpora import (
 from .fit import accumulate_features, fit_from_moments, load_moments, save_moments
 from .losses import CONTRASTIVE_AVERAGES
 from .model import BACKBONE_ALIASES, backbone_path
+from .negatives import GOLD_KINDS, KINDS
 
 logger = logging.getLogger("train")
 # dtypes the checkpoint's encoder weights may be written in
@@ -455,7 +456,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="",
         metavar="KINDS",
         help="negative kinds kept out of the contrastive term (still in the cross-entropy), comma-separated, "
-        "e.g. speaker,repeat,drop,shuffle: the near-copies of the gold (default: none, the paper)",
+        f"e.g. {','.join(kind for kind in KINDS if kind in GOLD_KINDS)}: the near-copies of the gold "
+        "(default: none, the paper)",
     )
     recipe.add_argument("--seed", type=int, default=42, help="seed of the data order and the head (default: 42)")
     recipe.add_argument("--eval-batch-size", type=int, default=32, help="validation contexts per forward pass")

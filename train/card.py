@@ -65,6 +65,7 @@ def card_fields(
     dataset, dataset_name, license_, note = DATASETS.get(
         corpus, (corpus, corpus, "other", "Check the training corpus's licence before use.")
     )
+    period = "round" if config.max_steps_per_epoch else "epoch"
     return {
         "license": license_,
         "license_note": note,
@@ -102,11 +103,9 @@ def card_fields(
             else f"{config.epochs} rounds of at most {config.max_steps_per_epoch} steps (each round a fresh "
             "shuffle of the training pairs, not a full pass)"
         ),
-        "eval_schedule": (
-            f"after each {'round' if config.max_steps_per_epoch else 'epoch'}"
-            if config.evals_per_epoch == 1
-            else f"{config.evals_per_epoch} times per {'round' if config.max_steps_per_epoch else 'epoch'}"
-        ),
+        "eval_schedule": f"after each {period}"
+        if config.evals_per_epoch == 1
+        else f"{config.evals_per_epoch} times per {period}",
         "valid_scope": f"the first {config.valid_limit:,}" if config.valid_limit else "all",
         "batch_size": config.batch_size * config.grad_accum,
         "warmup_steps": config.warmup_steps,

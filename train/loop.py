@@ -315,9 +315,9 @@ class Trainer:
         ce = selection_loss(logits, group_size)
         contrastive = torch.zeros((), device=device)
         if config.contrastive_weight:
-            keep = None
-            if config.excluded_kinds:
-                flags = [flag for row in kinds for flag in (True, *(kind not in config.excluded_kinds for kind in row))]
+            keep, excluded = None, config.excluded_kinds
+            if excluded:
+                flags = [flag for row in kinds for flag in (True, *(kind not in excluded for kind in row))]
                 keep = torch.tensor(flags, device=device)
             contrastive = supervised_contrastive_loss(
                 features, group_size, config.tau, config.contrastive_average, keep=keep

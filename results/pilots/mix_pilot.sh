@@ -7,36 +7,28 @@
 # the fourth: mix-d mix-no-probe-kinds-d)
 set -euo pipefail
 STEPS=390   # 40 minutes at 6.0-6.2 s per 16-context step (measured on the whole corpus this session)
+PROPOSED="random:8,same-dialogue:2,echo:1,speaker:1,repeat:1,drop:1,retrieved:1"
+NO_PROBE_KINDS="random:8,same-dialogue:2,drop:1,retrieved:1"   # the proposed mix without echo, speaker, repeat
+# Arms: the first round's three, then each later round's fix applied to them (PROTOCOL.md).
 declare -A MIX=(
-  [random]="random:1"
-  [mix]="random:8,same-dialogue:2,echo:1,speaker:1,repeat:1,drop:1,retrieved:1"
-  [mix-no-probe-kinds]="random:8,same-dialogue:2,drop:1,retrieved:1"
-  [mix-b]="random:8,same-dialogue:2,echo:1,speaker:1,repeat:1,drop:1,retrieved:1"
-  [mix-no-probe-kinds-b]="random:8,same-dialogue:2,drop:1,retrieved:1"
-  [random-c]="random:1"
-  [mix-c]="random:8,same-dialogue:2,echo:1,speaker:1,repeat:1,drop:1,retrieved:1"
-  [mix-no-probe-kinds-c]="random:8,same-dialogue:2,drop:1,retrieved:1"
-  [mix-d]="random:8,same-dialogue:2,echo:1,speaker:1,repeat:1,drop:1,retrieved:1"
-  [mix-no-probe-kinds-d]="random:8,same-dialogue:2,drop:1,retrieved:1"
+  [random]="random:1" [mix]="$PROPOSED" [mix-no-probe-kinds]="$NO_PROBE_KINDS"
+  [mix-b]="$PROPOSED" [mix-no-probe-kinds-b]="$NO_PROBE_KINDS"
+  [random-c]="random:1" [mix-c]="$PROPOSED" [mix-no-probe-kinds-c]="$NO_PROBE_KINDS"
+  [mix-d]="$PROPOSED" [mix-no-probe-kinds-d]="$NO_PROBE_KINDS"
 )
 # Arms 1 and 2 ran with the defaults (--mixed-precision auto, which is float32 on this CPU without
-# AVX512-BF16; state saved every 200 steps). Arm 3 may have to finish in another session, perhaps
-# on a CPU where auto would mean bf16: it pins float32 and saves its state every 50 steps.
+# AVX512-BF16; state saved every 200 steps). Every later arm may have to finish in another
+# session, perhaps on a CPU where auto would mean bf16: it pins float32 and saves its state every
+# 50 steps.
+PINNED="--mixed-precision no --save-every 50"
+EXCLUDE="--contrastive-exclude speaker,repeat,drop,shuffle"  # second round: near-copies out of the contrastive term
+ALL_ROWS="--contrastive-average all-rows"                   # third round: the authors' averaging
+CURRICULUM="--hard-negatives-after 130"                     # fourth round: 130 random steps, then the mix
 declare -A EXTRA=(
-  [random]=""
-  [mix]=""
-  [mix-no-probe-kinds]="--mixed-precision no --save-every 50"
-  # Second round (PROTOCOL.md, 2026-11-23 amendments): the near-copies of the gold leave the
-  # contrastive term.
-  [mix-b]="--mixed-precision no --save-every 50 --contrastive-exclude speaker,repeat,drop,shuffle"
-  [mix-no-probe-kinds-b]="--mixed-precision no --save-every 50 --contrastive-exclude speaker,repeat,drop,shuffle"
-  # Third round (2b collapsed too): the contrastive term averaged over every row, as the authors' code does.
-  [random-c]="--mixed-precision no --save-every 50 --contrastive-average all-rows"
-  [mix-c]="--mixed-precision no --save-every 50 --contrastive-average all-rows"
-  [mix-no-probe-kinds-c]="--mixed-precision no --save-every 50 --contrastive-average all-rows"
-  # Fourth round (2c collapsed too): random negatives for the first 130 steps, then the mix.
-  [mix-d]="--mixed-precision no --save-every 50 --hard-negatives-after 130"
-  [mix-no-probe-kinds-d]="--mixed-precision no --save-every 50 --hard-negatives-after 130"
+  [random]="" [mix]="" [mix-no-probe-kinds]="$PINNED"
+  [mix-b]="$PINNED $EXCLUDE" [mix-no-probe-kinds-b]="$PINNED $EXCLUDE"
+  [random-c]="$PINNED $ALL_ROWS" [mix-c]="$PINNED $ALL_ROWS" [mix-no-probe-kinds-c]="$PINNED $ALL_ROWS"
+  [mix-d]="$PINNED $CURRICULUM" [mix-no-probe-kinds-d]="$PINNED $CURRICULUM"
 )
 for name in ${@:-random mix mix-no-probe-kinds}; do
   out=runs/pilot-mix/$name
