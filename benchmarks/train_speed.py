@@ -3,8 +3,8 @@
     python -m benchmarks.train_speed --steps 4 --json benchmarks/train_speed_cpu.json
 
 Each arm is a fresh ``Trainer`` (all-MiniLM-L6-v2, 16 contexts x 1 + 15 random negatives per step
-in micro-batches of ``--micro-batch`` contexts, bf16 autocast where the CPU has bf16 instructions,
-else float32, 2 threads) that takes ``--steps`` optimizer steps after one warm-up step,
+in micro-batches of ``--micro-batch`` contexts, ``--mixed-precision`` as in training: ``auto`` is
+bf16 autocast where the CPU has bf16 instructions, else float32; 2 threads) that takes ``--steps`` optimizer steps after one warm-up step,
 on the first batches of epoch 0 of the same training pairs. Arms run in turn for ``--rounds``
 rounds and each keeps its best time, so that the machine's drift hits all alike. Reported:
 seconds per step, contexts and candidates per second, and the ratio to the first arm.
@@ -41,7 +41,9 @@ def make_trainer(arm: dict, args, train: SelectionData, valid: SelectionData, ou
     pair_format = PairFormat(
         max_length=args.max_length, max_response_length=args.max_response_length, layout=arm.pop("layout")
     )
-    config = TrainConfig(backbone="minilm", pair_format=pair_format, negatives=15, **arm)
+    config = TrainConfig(
+        backbone="minilm", pair_format=pair_format, negatives=15, mixed_precision=args.mixed_precision, **arm
+    )
     return Trainer(config, train, valid, out)
 
 
@@ -60,7 +62,7 @@ def time_steps(trainer: Trainer, negatives, steps: int, micro: int) -> float:
             part = rows[start : start + micro]
             contexts = [trainer.train_data.contexts[i] for i in part]
             candidates = [[trainer.train_data.responses[i], *negatives[i]] for i in part]
-            loss = trainer._micro_batch_loss(contexts, candidates)
+            loss, _, _ = trainer._micro_batch_loss(contexts, candidates, [["random"] * len(negatives[i]) for i in part])
             trainer.accelerator.backward(loss * len(part) / len(rows))
         trainer.optimizer.step()
         trainer.optimizer.zero_grad()
@@ -89,6 +91,12 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--max-response-length", type=int, default=64)
     parser.add_argument("--micro-batch", type=int, default=4, help="contexts per forward pass of a 16-context step")
+    parser.add_argument(
+        "--mixed-precision",
+        default="auto",
+        choices=("auto", "no", "bf16"),
+        help="as train's flag: 'no' pins float32, as the pilots do (default: auto)",
+    )
     parser.add_argument("--arms", nargs="*", default=list(ARMS), help=f"default: all of {list(ARMS)}")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -109,6 +117,7 @@ def main() -> None:
     report = {
         "machine": platform.processor() or platform.machine(),
         "torch_threads": torch.get_num_threads(),
+        "mixed_precision": args.mixed_precision,
         "max_length": args.max_length,
         "max_response_length": args.max_response_length,
         "train_pairs": f"seeded sample of {args.train_pairs}",
