@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 
 from .backbone import load_backbone
 from .checkpoint_format import CheckpointError
-from .last_layer import compute_cls_only_in_last_layer
+from .last_layer import compute_cls_only_in_last_layer, computes_features_only
 from .pair_format import PackedRow, PairFormat
 
 logger = logging.getLogger(__name__)
@@ -110,14 +110,17 @@ def cls_features(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -
     return output.last_hidden_state[:, 0]
 
 
-def rows_to_batch(rows: Sequence[PackedRow], pad_token_id: int) -> dict[str, torch.Tensor]:
+def rows_to_batch(
+    rows: Sequence[PackedRow], pad_token_id: int, pooling: str = "feature-token"
+) -> dict[str, torch.Tensor]:
     """Model inputs of encoder rows, right-padded to the longest.
 
     Rows of one pair (the paper layout) give ``input_ids`` and a (b, t) ``attention_mask``.
     Shared-context rows also give ``position_ids`` (b, t), a boolean (b, 1, t, t) mask (a token
     attends to the context and to its own block; padding attends to itself only, so that its
     softmax stays finite, and nothing attends to padding), ``feature_index`` (b, k) and
-    ``feature_valid`` (b, k) for rows with fewer candidates than the most.
+    ``feature_valid`` (b, k) for rows with fewer candidates than the most. With ``pooling="mean"``
+    they also give ``pool_weights`` (b, k, t): 1 / block length on each token of candidate j's block.
     """
     input_ids, attention_mask = pad_batch([row.ids for row in rows], pad_token_id)
     if all(row.segments is None for row in rows):
@@ -138,31 +141,46 @@ def rows_to_batch(rows: Sequence[PackedRow], pad_token_id: int) -> dict[str, tor
     same_block = segments[:, :, None] == segments[:, None, :]
     mask = real[:, :, None] & real[:, None, :] & (key_is_context | same_block)
     mask |= torch.eye(length, dtype=torch.bool)[None] & ~real[:, :, None]
-    return {
+    batch = {
         "input_ids": input_ids,
         "attention_mask": mask[:, None],
         "position_ids": positions,
         "feature_index": feature_index,
         "feature_valid": feature_valid,
     }
+    if pooling == "mean":
+        in_block = segments[:, None, :] == torch.arange(1, most + 1)[None, :, None]  # (b, k, t)
+        batch["pool_weights"] = in_block / in_block.sum(-1, keepdim=True).clamp(min=1)
+    elif pooling != "feature-token":
+        raise ValueError(f"pooling must be 'feature-token' or 'mean', got {pooling!r}")
+    return batch
 
 
 def batch_features(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """g(c, r) of every candidate of a :func:`rows_to_batch` batch, row after row: (n, d).
 
-    The final-layer state of each feature token ([CLS] in the paper layout), never the pooler.
+    The final-layer state of each feature token ([CLS] in the paper layout), never the pooler;
+    or, where the batch has ``pool_weights``, the mean of the final-layer states of each block.
+
+    Raises:
+        ValueError: mean pooling on a model whose last layer computes the feature tokens only.
     """
     if "feature_index" not in batch:
         return cls_features(model, batch["input_ids"], batch["attention_mask"])
-    index = batch["feature_index"]
+    index, mean = batch["feature_index"], "pool_weights" in batch
+    if mean and computes_features_only(model):
+        raise ValueError("mean pooling needs the whole last layer; this model computes its feature tokens only")
     hidden = model(
         input_ids=batch["input_ids"],
         attention_mask=batch["attention_mask"],
         token_type_ids=torch.zeros_like(batch["input_ids"]),
         position_ids=batch["position_ids"],
-        feature_index=index,
+        **({} if mean else {"feature_index": index}),
     ).last_hidden_state
-    features = torch.gather(hidden, 1, index[..., None].expand(-1, -1, hidden.shape[-1]))
+    if mean:
+        features = torch.einsum("bkt,btd->bkd", batch["pool_weights"].to(hidden.dtype), hidden)
+    else:
+        features = torch.gather(hidden, 1, index[..., None].expand(-1, -1, hidden.shape[-1]))
     return features[batch["feature_valid"]]
 
 
@@ -216,7 +234,12 @@ class Encoder:
             for module in self.model.modules():
                 if isinstance(module, torch.nn.Linear):
                     module.to(DTYPES[self.dtype])
-        self.cls_only_last_layer = cls_only_last_layer and compute_cls_only_in_last_layer(self.model)
+        # Mean pooling reads every token of a block, so it needs the whole last layer.
+        self.cls_only_last_layer = (
+            cls_only_last_layer
+            and pair_format.pooling == "feature-token"
+            and compute_cls_only_in_last_layer(self.model)
+        )
         self.tokenizer = tokenizer
         self.pair_format = pair_format
 
@@ -298,7 +321,7 @@ class Encoder:
         pad_id = self.tokenizer.pad_token_id
         with torch.inference_mode(), self._autocast():
             for index in tqdm(batches, desc="DEnsity", unit="batch", disable=not show):
-                batch = rows_to_batch([rows[i] for i in index], pad_id)
+                batch = rows_to_batch([rows[i] for i in index], pad_id, self.pair_format.pooling)
                 features = batch_features(self.model, {k: v.to(self.device) for k, v in batch.items()})
                 candidates = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in index])
                 yield candidates, features.float().cpu().numpy()

@@ -98,3 +98,11 @@ def compute_cls_only_in_last_layer(model) -> bool:
     layer = model.encoder.layer[-1]
     layer.forward = types.MethodType(_feature_only_forward, layer)
     return True
+
+
+def computes_features_only(model) -> bool:
+    """Whether :func:`compute_cls_only_in_last_layer` patched ``model``: its last layer then returns
+    every position but the feature tokens as it received them."""
+    layers = getattr(getattr(model, "encoder", None), "layer", None)
+    forward = getattr(layers[-1], "forward", None) if layers else None
+    return getattr(forward, "__func__", None) is _feature_only_forward

@@ -28,7 +28,9 @@ Two layouts (``layout``):
   their own block, never to another candidate; positions restart after the context for every
   block, so each candidate sits where it would sit alone, and a row of k candidates gives each
   the feature a row of that candidate alone gives. The feature is the final-layer state of the
-  block's first token. The context keeps at most ``max_length - max_response_length - 4`` of
+  block's first token (``pooling="feature-token"``), or the mean of the final-layer states of the
+  block's tokens, its specials included (``pooling="mean"``, which needs the whole last layer). The
+  context keeps at most ``max_length - max_response_length - 4`` of
   its most recent tokens whatever the candidates' lengths (so truncation cannot depend on the
   other candidates), and position ids never exceed ``max_length - 1``. The tokenizer's pair
   template has no notion of several candidates, so this layout is built here from its special
@@ -45,6 +47,7 @@ from dataclasses import asdict, dataclass, replace
 # must leave room for them. The tokenizer's real count is checked when encoding.
 MIN_SPECIAL_TOKENS = 3
 LAYOUTS = ("paper", "shared-context")
+POOLINGS = ("feature-token", "mean")
 
 
 @dataclass(frozen=True)
@@ -108,16 +111,23 @@ class PairFormat:
         max_response_length: most response tokens; the rest of the response is dropped.
         layout: ``"paper"`` (one row per pair, the published method) or ``"shared-context"``
             (one row per context with a block per candidate; see the module docstring).
+        pooling: ``"feature-token"`` (g is the final-layer state of the feature token: [CLS], or a
+            block's first token) or ``"mean"`` (the mean over a block's tokens; shared-context only).
     """
 
     turn_separator: str = "[SEP]"
     max_length: int = 256
     max_response_length: int = 128
     layout: str = "paper"
+    pooling: str = "feature-token"
 
     def __post_init__(self):
         if self.layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
+        if self.pooling == "mean" and self.layout != "shared-context":
+            raise ValueError(f"pooling 'mean' needs layout 'shared-context', got layout {self.layout!r}")
         if not isinstance(self.turn_separator, str) or not self.turn_separator.strip():
             raise ValueError(f"turn_separator must be a non-empty string, got {self.turn_separator!r}")
         for name in ("max_length", "max_response_length"):
@@ -132,9 +142,9 @@ class PairFormat:
                 f"with max_length={self.max_length}"
             )
 
-    FIELDS = ("turn_separator", "max_length", "max_response_length", "layout")
+    FIELDS = ("turn_separator", "max_length", "max_response_length", "layout", "pooling")
     # Fields a stored format may leave out, and what they were before they existed.
-    OPTIONAL = {"layout": "paper"}
+    OPTIONAL = {"layout": "paper", "pooling": "feature-token"}
 
     @classmethod
     def from_dict(cls, data: dict) -> PairFormat:

@@ -48,6 +48,13 @@ def tiny_shared_checkpoint(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def tiny_mean_pooled_checkpoint(tmp_path_factory):
+    """The same tiny encoder in the shared-context layout, its features mean-pooled over each block."""
+    pair_format = PairFormat(max_length=64, max_response_length=24, layout="shared-context", pooling="mean")
+    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny_mean_pooled_checkpoint"), pair_format)
+
+
+@pytest.fixture(scope="session")
 def tiny_scorer(tiny_checkpoint):
     from density_metric import DensityScorer
 

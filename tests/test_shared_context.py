@@ -18,16 +18,22 @@ from .tiny import synthetic_pairs
 SHARED = PairFormat(max_length=64, max_response_length=24, layout="shared-context")
 
 
-@pytest.fixture(scope="module")
-def encoder(tiny_shared_checkpoint):
-    checkpoint = load_checkpoint(tiny_shared_checkpoint)
+def load_encoder(path):
+    checkpoint = load_checkpoint(path)
     return Encoder.load(checkpoint.encoder_path, checkpoint.config.pair_format, device="cpu", dtype="float32")
+
+
+@pytest.fixture(scope="module", params=["tiny_shared_checkpoint", "tiny_mean_pooled_checkpoint"])
+def encoder(request):
+    """A shared-context encoder with each pooling: the feature token, and the mean over the block."""
+    return load_encoder(request.getfixturevalue(request.param))
 
 
 def row_features(encoder, contexts, groups):
     rows = encoder.pair_format.encode_rows(encoder.tokenizer, contexts, groups)
+    batch = rows_to_batch(rows, encoder.tokenizer.pad_token_id, encoder.pair_format.pooling)
     with torch.inference_mode():
-        return batch_features(encoder.model, rows_to_batch(rows, encoder.tokenizer.pad_token_id)).numpy()
+        return batch_features(encoder.model, batch).numpy()
 
 
 def test_a_row_of_k_candidates_gives_each_the_feature_of_that_candidate_alone(encoder):
@@ -54,7 +60,9 @@ def test_rows_of_different_lengths_in_one_batch_give_the_features_of_each_row_al
     np.testing.assert_allclose(batched, separately, rtol=1e-5, atol=1e-6)
 
 
-def test_feature_only_last_layer_equals_the_full_layer_in_the_shared_layout(encoder, tiny_shared_checkpoint):
+def test_feature_only_last_layer_equals_the_full_layer_in_the_shared_layout(tiny_shared_checkpoint):
+    encoder = load_encoder(tiny_shared_checkpoint)
+    assert encoder.cls_only_last_layer
     checkpoint = load_checkpoint(tiny_shared_checkpoint)
     full = Encoder.load(checkpoint.encoder_path, SHARED, device="cpu", dtype="float32")
     full = Encoder(full.model, full.tokenizer, SHARED, device="cpu", dtype="float32", cls_only_last_layer=False)
@@ -63,6 +71,51 @@ def test_feature_only_last_layer_equals_the_full_layer_in_the_shared_layout(enco
     np.testing.assert_allclose(
         row_features(encoder, contexts[:2], groups), row_features(full, contexts[:2], groups), rtol=1e-5, atol=2e-6
     )
+
+
+def test_mean_pooling_is_the_mean_of_each_blocks_final_layer_states(tiny_mean_pooled_checkpoint):
+    """Against a plain transformers forward pass (no last-layer patch) and a loop over each block's tokens."""
+    from density_metric.backbone import load_backbone
+
+    encoder = load_encoder(tiny_mean_pooled_checkpoint)
+    assert not encoder.cls_only_last_layer  # mean pooling reads every token of the last layer
+    contexts, responses = synthetic_pairs(5, seed=45)
+    groups = [responses[:3], responses[3:5]]
+    pooled = row_features(encoder, contexts[:2], groups)
+    plain, _ = load_backbone(load_checkpoint(tiny_mean_pooled_checkpoint).encoder_path)
+    rows = encoder.pair_format.encode_rows(encoder.tokenizer, contexts[:2], groups)
+    expected = []
+    for row in rows:
+        batch = rows_to_batch([row], encoder.tokenizer.pad_token_id)
+        with torch.inference_mode():
+            hidden = plain.eval()(
+                input_ids=batch["input_ids"],
+                attention_mask=batch["attention_mask"],
+                token_type_ids=torch.zeros_like(batch["input_ids"]),
+                position_ids=batch["position_ids"],
+            ).last_hidden_state[0]
+        hidden = hidden.double().numpy()
+        for block in range(1, len(row.features) + 1):
+            tokens = [i for i, segment in enumerate(row.segments) if segment == block]
+            assert tokens[0] == row.features[block - 1]  # the block opens at its feature token
+            expected.append(sum(hidden[i] for i in tokens) / len(tokens))
+    np.testing.assert_allclose(pooled, np.array(expected), rtol=1e-5, atol=1e-6)
+
+
+def test_mean_pooling_refuses_a_model_that_computes_its_feature_tokens_only(tiny_shared_checkpoint):
+    encoder = load_encoder(tiny_shared_checkpoint)  # feature-token pooling: last layer patched
+    rows = encoder.pair_format.encode_rows(encoder.tokenizer, [["hi"]], [["hello", "bye"]])
+    with pytest.raises(ValueError, match="mean pooling needs the whole last layer"):
+        batch_features(encoder.model, rows_to_batch(rows, encoder.tokenizer.pad_token_id, "mean"))
+
+
+def test_mean_pooling_needs_the_shared_layout_and_old_formats_read_as_the_feature_token():
+    with pytest.raises(ValueError, match="pooling 'mean' needs layout 'shared-context'"):
+        PairFormat(pooling="mean")
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        PairFormat(layout="shared-context", pooling="max")
+    stored = {"turn_separator": "[SEP]", "max_length": 64, "max_response_length": 32, "layout": "shared-context"}
+    assert PairFormat.from_dict(stored).pooling == "feature-token"
 
 
 def test_positions_restart_after_the_context_and_never_pass_max_length(tmp_path):
@@ -85,8 +138,9 @@ def test_positions_restart_after_the_context_and_never_pass_max_length(tmp_path)
     assert max(row.positions) <= 15
 
 
-def test_rank_gives_the_scores_of_scoring_each_pair(tiny_shared_checkpoint):
-    scorer = DensityScorer(str(tiny_shared_checkpoint), device="cpu", dtype="float32")
+@pytest.mark.parametrize("fixture", ["tiny_shared_checkpoint", "tiny_mean_pooled_checkpoint"])
+def test_rank_gives_the_scores_of_scoring_each_pair(fixture, request):
+    scorer = DensityScorer(str(request.getfixturevalue(fixture)), device="cpu", dtype="float32")
     context = ["hi how are you", "fine and you"]
     candidates = [response for response in synthetic_pairs(10, seed=43)[1]]
     ranked = scorer.rank(context, candidates)
@@ -104,15 +158,25 @@ def test_rank_with_the_paper_layout_equals_scoring(tiny_checkpoint, tiny_scorer)
         tiny_scorer.rank(["hi"], "hello")
 
 
-@pytest.mark.parametrize("fixture", ["tiny_checkpoint", "tiny_shared_checkpoint"])
-def test_a_checkpoint_of_either_layout_round_trips_through_save_load_and_evaluate(fixture, request):
+@pytest.mark.parametrize(
+    "fixture, layout, pooling",
+    [
+        ("tiny_checkpoint", "paper", "feature-token"),
+        ("tiny_shared_checkpoint", "shared-context", "feature-token"),
+        ("tiny_mean_pooled_checkpoint", "shared-context", "mean"),
+    ],
+)
+def test_a_checkpoint_of_either_layout_round_trips_through_save_load_and_evaluate(fixture, layout, pooling, request):
     import density_metric
 
     path = request.getfixturevalue(fixture)
-    layout = json.loads((path / CONFIG_FILE).read_text())["layout"]
-    assert layout == ("shared-context" if fixture == "tiny_shared_checkpoint" else "paper")
+    stored = json.loads((path / CONFIG_FILE).read_text())
+    assert (stored["layout"], stored["pooling"]) == (layout, pooling)
     scorer = DensityScorer(str(path), device="cpu", dtype="float32")
-    assert scorer.checkpoint.config.pair_format.layout == layout
+    assert (scorer.checkpoint.config.pair_format.layout, scorer.checkpoint.config.pair_format.pooling) == (
+        layout,
+        pooling,
+    )
     module = str(Path(density_metric.__file__).parent / "density")
     metric = evaluate.load(module, checkpoint=str(path), device="cpu", dtype="float32")
     pairs = ([["hi", "how are you"], ["what is the weather"]], ["fine thanks", "nice day"])

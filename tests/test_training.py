@@ -113,8 +113,9 @@ def test_training_fits_a_small_training_set(backbone, tmp_path):
             "pair_format": PairFormat(max_length=48, max_response_length=16, layout="shared-context"),
             "length_buckets": 2,
         },
+        {"pair_format": PairFormat(max_length=48, max_response_length=16, layout="shared-context", pooling="mean")},
     ],
-    ids=["paper", "shared-context-length-buckets"],
+    ids=["paper", "shared-context-length-buckets", "shared-context-mean-pooling"],
 )
 def test_interrupted_run_resumes_in_a_new_trainer_to_the_same_weights(backbone, tmp_path, overrides):
     train, valid = data()
@@ -316,6 +317,9 @@ def test_feature_only_last_layer_gives_the_full_layers_loss_and_gradients(backbo
     for first, second in ((0, 1), (2, 3)):
         assert results[first][1] == pytest.approx(results[second][1], rel=1e-5)
         torch.testing.assert_close(results[first][2], results[second][2], rtol=1e-4, atol=1e-6)
+    mean = PairFormat(max_length=48, max_response_length=16, layout="shared-context", pooling="mean")
+    model, _ = DensityModel.load(backbone, mean)  # mean pooling reads every token: the whole last layer
+    assert model.feature_only_last_layer is False
 
 
 def test_epoch_batches_are_todays_slices_without_buckets_and_length_sorted_windows_with():

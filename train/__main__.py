@@ -19,7 +19,7 @@ from pathlib import Path
 from density_metric.checkpoint_format import HEAD_FILE, DensityConfig, load_head, save_checkpoint
 from density_metric.features import Encoder
 from density_metric.gaussian import ESTIMATORS
-from density_metric.pair_format import LAYOUTS, PairFormat
+from density_metric.pair_format import LAYOUTS, POOLINGS, PairFormat
 
 from .card import card_fields, render_card
 from .corpora import (
@@ -134,7 +134,7 @@ def _write_encoder(encoder_dir, out: Path, weights_dtype: str) -> None:
 
 def pair_format_from(args) -> PairFormat:
     try:
-        return PairFormat(args.turn_separator, args.max_length, args.max_response_length, args.layout)
+        return PairFormat(args.turn_separator, args.max_length, args.max_response_length, args.layout, args.pooling)
     except ValueError as err:
         raise SystemExit(f"error: {err}") from None
 
@@ -372,6 +372,13 @@ def add_pair_format_arguments(parser) -> None:
         default=defaults.layout,
         help="paper (default, the published method: one row per pair) or shared-context (one row per "
         "context, a block per candidate; see density_metric/pair_format.py)",
+    )
+    group.add_argument(
+        "--pooling",
+        choices=POOLINGS,
+        default=defaults.pooling,
+        help="feature-token (default: the final-layer state of [CLS], or of each block's first token) or mean "
+        "(the mean over each candidate's block; shared-context only, computes the whole last layer)",
     )
     group.add_argument(
         "--max-response-length",

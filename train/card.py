@@ -94,7 +94,12 @@ def card_fields(
         "layout": {
             "paper": "the paper's layout (one row per context-response pair)",
             "shared-context": "the shared-context layout (one row per context, its candidates in blocks after it)",
-        }[config.pair_format.layout],
+        }[config.pair_format.layout]
+        + (
+            ""
+            if config.pair_format.pooling == "feature-token"
+            else ", features mean-pooled over each candidate's block"
+        ),
         "selection": SELECTION_NAMES.get(config.select_on, f"`{config.select_on}`"),
         "lr": config.lr,
         "schedule": (

@@ -166,7 +166,8 @@ def set_attention_dropout(encoder, probability: float) -> None:
 
 def _encode_groups(tokenizer, config: TrainConfig, contexts, candidates) -> dict[str, torch.Tensor]:
     """Model inputs of every (context, candidate) of the groups, group after group, in the run's layout."""
-    return rows_to_batch(config.pair_format.encode_rows(tokenizer, contexts, candidates), tokenizer.pad_token_id)
+    rows = config.pair_format.encode_rows(tokenizer, contexts, candidates)
+    return rows_to_batch(rows, tokenizer.pad_token_id, config.pair_format.pooling)
 
 
 def _save_optimizer(path: Path, optimizer) -> None:

@@ -30,7 +30,8 @@ def backbone_path(name: str) -> str:
 
 
 class DensityModel(nn.Module):
-    """g(c, r): the encoder's final-layer state of each candidate's feature token; f(c, r): a linear head on it.
+    """g(c, r): the encoder's final-layer state of each candidate's feature token (or, with the pair
+    format's ``pooling="mean"``, the mean over its block); f(c, r): a linear head on it.
 
     Args:
         encoder: a BERT-style transformers model without pooling layer.
@@ -76,7 +77,8 @@ class DensityModel(nn.Module):
             tokenizer.add_special_tokens({"additional_special_tokens": [pair_format.turn_separator]})
             with quiet_transformers():
                 encoder.resize_token_embeddings(len(tokenizer))
-        model = cls(encoder, feature_only_last_layer)
+        # Mean pooling reads every token of a block, so it needs the whole last layer.
+        model = cls(encoder, feature_only_last_layer and pair_format.pooling == "feature-token")
         head = load_head(Path(directory) / HEAD_FILE, encoder.config.hidden_size)
         if head is not None:
             with torch.no_grad():

@@ -95,7 +95,7 @@ class ZhaoModel(nn.Module):
         return self.pair_format.encode_rows(self.tokenizer, contexts, [[response] for response in responses])
 
     def forward(self, rows) -> torch.Tensor:
-        batch = rows_to_batch(rows, self.tokenizer.pad_token_id)
+        batch = rows_to_batch(rows, self.tokenizer.pad_token_id, self.pair_format.pooling)
         features, _ = self.density(batch)
         return self.head(features)
 
