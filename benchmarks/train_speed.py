@@ -33,13 +33,17 @@ ARMS = {
     "paper, feature-only last layer, length buckets": dict(layout="paper", length_buckets=50),
     "shared-context": dict(layout="shared-context"),
     "shared-context, attention dropout 0": dict(layout="shared-context", attention_dropout=0.0),
+    "shared-context, mean pooling": dict(layout="shared-context", pooling="mean"),
 }
 
 
 def make_trainer(arm: dict, args, train: SelectionData, valid: SelectionData, out: Path) -> Trainer:
     arm = dict(arm)
     pair_format = PairFormat(
-        max_length=args.max_length, max_response_length=args.max_response_length, layout=arm.pop("layout")
+        max_length=args.max_length,
+        max_response_length=args.max_response_length,
+        layout=arm.pop("layout"),
+        pooling=arm.pop("pooling", "feature-token"),
     )
     config = TrainConfig(
         backbone="minilm", pair_format=pair_format, negatives=15, mixed_precision=args.mixed_precision, **arm

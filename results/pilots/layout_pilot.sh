@@ -11,13 +11,20 @@
 # arm that is stopped (--max-minutes) and resumed, even on another machine, trains the same
 # model: float32 is pinned and the state is saved every 50 steps.
 # Usage: MIX=... STEPS_PAPER=... STEPS_SHARED=... STEPS_SHARED_DROPOUT0=... bash results/pilots/layout_pilot.sh [ARM ...]
+# (ARM: paper, shared, shared-dropout0 (the default three), shared-mean)
 set -euo pipefail
 : "${MIX:?set MIX to the mix the mix pilot chose}"
-declare -A STEPS=([paper]="${STEPS_PAPER:?}" [shared]="${STEPS_SHARED:?}" [shared-dropout0]="${STEPS_SHARED_DROPOUT0:?}")
+# shared-mean (mean pooling over each block, issue 13's other feature) runs for the shared arm's steps:
+# pooling adds no encoder work but the full last layer, so equal steps are equal cost (PROTOCOL.md).
+declare -A STEPS=(
+  [paper]="${STEPS_PAPER:?}" [shared]="${STEPS_SHARED:?}" [shared-dropout0]="${STEPS_SHARED_DROPOUT0:?}"
+  [shared-mean]="${STEPS_SHARED:?}"
+)
 declare -A LAYOUT=(
   [paper]="--layout paper --length-buckets 50"
   [shared]="--layout shared-context"
   [shared-dropout0]="--layout shared-context --attention-dropout 0"
+  [shared-mean]="--layout shared-context --pooling mean"
 )
 for name in ${@:-paper shared shared-dropout0}; do
   out=runs/pilot-layout/$name
