@@ -1,0 +1,90 @@
+"""A training run's learning curve: validation signals against contexts seen, from its ``log.jsonl``.
+
+    python -m benchmarks.learning_curve runs/release/log.jsonl --contexts-per-step 16 \
+        --out results/release/learning_curve.png
+
+Three panels, one point per evaluation: validation Recall@1 over 1 + 15 candidates, the AUC of
+the gold against one hard negative kind (``--kind``, by DEnsity distance and by ``f(c,r)``), and
+the Spearman correlation with DailyDialog-Zhao's ``dev`` rows. The x axis is contexts seen
+(optimizer steps x ``--contexts-per-step``). Reads the log only; a resumed run's repeated
+evaluations (the same step logged twice) count once, the last one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def read_evaluations(log: Path) -> list[dict]:
+    """The run's evaluations in step order, one per step (the last logged for a step that was repeated)."""
+    records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
+    by_step = {r["step"]: r for r in records if r.get("type") == "eval"}
+    if not by_step:
+        raise ValueError(f"{log}: no evaluation records")
+    return [by_step[step] for step in sorted(by_step)]
+
+
+def curve(evaluations: list[dict], key: str, contexts_per_step: int) -> tuple[list[int], list[float]]:
+    """(contexts seen, values) of ``key`` over the evaluations that logged it."""
+    points = [(r["step"] * contexts_per_step, r[key]) for r in evaluations if key in r]
+    return [x for x, _ in points], [y for _, y in points]
+
+
+def plot(evaluations: list[dict], contexts_per_step: int, kind: str, path: Path, title: str = "") -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [
+        ("Validation Recall@1 (1 + 15)", [("recall_at_1", "Recall@1")]),
+        (
+            f"Validation AUC, gold vs {kind}",
+            [(f"auc_density/{kind}", "DEnsity distance"), (f"auc_f/{kind}", "f(c,r)")],
+        ),
+        ("DailyDialog-Zhao dev, Spearman x100", [("zhao_dev_spearman", "DEnsity")]),
+    ]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    for axis, (name, series) in zip(axes, panels):
+        drawn = False
+        for key, label in series:
+            xs, ys = curve(evaluations, key, contexts_per_step)
+            if xs:
+                axis.plot(xs, ys, marker="o", markersize=3, label=label)
+                drawn = True
+        if not drawn:
+            axis.text(0.5, 0.5, "not logged", ha="center", va="center", transform=axis.transAxes)
+        axis.set_title(name, fontsize=10)
+        axis.set_xlabel("contexts seen")
+        axis.grid(alpha=0.3)
+        if len(series) > 1 and drawn:
+            axis.legend(fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("log", type=Path, help="the run's log.jsonl")
+    parser.add_argument(
+        "--contexts-per-step", type=int, required=True, help="contexts per optimizer step (batch size x grad-accum)"
+    )
+    parser.add_argument("--kind", default="echo", help="the negative kind of the AUC panel (default: echo)")
+    parser.add_argument("--title", default="")
+    parser.add_argument("--out", type=Path, required=True, help="the figure (.png)")
+    args = parser.parse_args(argv)
+    if args.contexts_per_step < 1:
+        parser.error(f"--contexts-per-step must be at least 1, got {args.contexts_per_step}")
+    evaluations = read_evaluations(args.log)
+    plot(evaluations, args.contexts_per_step, args.kind, args.out, args.title)
+    print(f"{args.out}: {len(evaluations)} evaluations, last at step {evaluations[-1]['step']}")
+
+
+if __name__ == "__main__":
+    main()
