@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from .backbone import load_backbone
 from .checkpoint_format import CheckpointError
 from .last_layer import compute_cls_only_in_last_layer, computes_features_only
-from .pair_format import PackedRow, PairFormat
+from .pair_format import POOLINGS, PackedRow, PairFormat
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +122,8 @@ def rows_to_batch(
     ``feature_valid`` (b, k) for rows with fewer candidates than the most. With ``pooling="mean"``
     they also give ``pool_weights`` (b, k, t): 1 / block length on each token of candidate j's block.
     """
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
     input_ids, attention_mask = pad_batch([row.ids for row in rows], pad_token_id)
     if all(row.segments is None for row in rows):
         return {"input_ids": input_ids, "attention_mask": attention_mask}
@@ -151,8 +153,6 @@ def rows_to_batch(
     if pooling == "mean":
         in_block = segments[:, None, :] == torch.arange(1, most + 1)[None, :, None]  # (b, k, t)
         batch["pool_weights"] = in_block / in_block.sum(-1, keepdim=True).clamp(min=1)
-    elif pooling != "feature-token":
-        raise ValueError(f"pooling must be 'feature-token' or 'mean', got {pooling!r}")
     return batch
 
 
@@ -234,10 +234,9 @@ class Encoder:
             for module in self.model.modules():
                 if isinstance(module, torch.nn.Linear):
                     module.to(DTYPES[self.dtype])
-        # Mean pooling reads every token of a block, so it needs the whole last layer.
         self.cls_only_last_layer = (
             cls_only_last_layer
-            and pair_format.pooling == "feature-token"
+            and not pair_format.needs_whole_last_layer
             and compute_cls_only_in_last_layer(self.model)
         )
         self.tokenizer = tokenizer

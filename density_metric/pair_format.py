@@ -29,10 +29,10 @@ Two layouts (``layout``):
   block, so each candidate sits where it would sit alone, and a row of k candidates gives each
   the feature a row of that candidate alone gives. The feature is the final-layer state of the
   block's first token (``pooling="feature-token"``), or the mean of the final-layer states of the
-  block's tokens, its specials included (``pooling="mean"``, which needs the whole last layer). The
-  context keeps at most ``max_length - max_response_length - 4`` of
-  its most recent tokens whatever the candidates' lengths (so truncation cannot depend on the
-  other candidates), and position ids never exceed ``max_length - 1``. The tokenizer's pair
+  block's tokens, its specials included (``pooling="mean"``, which needs the whole last layer).
+  The context keeps at most ``max_length - max_response_length - 4`` of its most recent tokens
+  whatever the candidates' lengths (so truncation cannot depend on the other candidates), and
+  position ids never exceed ``max_length - 1``. The tokenizer's pair
   template has no notion of several candidates, so this layout is built here from its special
   tokens: its leading ones open the context and every block, its middle ones close the context
   and its trailing ones close every block.
@@ -153,6 +153,12 @@ class PairFormat:
         if missing:
             raise ValueError(f"missing field(s) {', '.join(map(repr, missing))}")
         return cls(**{name: data.get(name, cls.OPTIONAL.get(name)) for name in cls.FIELDS})
+
+    @property
+    def needs_whole_last_layer(self) -> bool:
+        """Whether the feature reads every token of the last layer (mean pooling), so that the
+        last layer cannot be computed for the feature tokens alone."""
+        return self.pooling == "mean"
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -114,6 +114,8 @@ def test_mean_pooling_needs_the_shared_layout_and_old_formats_read_as_the_featur
         PairFormat(pooling="mean")
     with pytest.raises(ValueError, match="pooling must be one of"):
         PairFormat(layout="shared-context", pooling="max")
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        rows_to_batch([], 0, "max")
     stored = {"turn_separator": "[SEP]", "max_length": 64, "max_response_length": 32, "layout": "shared-context"}
     assert PairFormat.from_dict(stored).pooling == "feature-token"
 

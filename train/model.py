@@ -77,8 +77,7 @@ class DensityModel(nn.Module):
             tokenizer.add_special_tokens({"additional_special_tokens": [pair_format.turn_separator]})
             with quiet_transformers():
                 encoder.resize_token_embeddings(len(tokenizer))
-        # Mean pooling reads every token of a block, so it needs the whole last layer.
-        model = cls(encoder, feature_only_last_layer and pair_format.pooling == "feature-token")
+        model = cls(encoder, feature_only_last_layer and not pair_format.needs_whole_last_layer)
         head = load_head(Path(directory) / HEAD_FILE, encoder.config.hidden_size)
         if head is not None:
             with torch.no_grad():
