@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 from pathlib import Path
 
 # Validation kinds that no probe copies (the tie-break of results/pilots/PROTOCOL.md).
@@ -20,14 +21,34 @@ NON_PROBE_KINDS = ("random", "same-dialogue", "drop", "shuffle", "retrieved")
 
 def training_seconds(steps: list[dict]) -> float:
     """Seconds of training in all: each process logs ``elapsed`` from its own start, so a resumed run
-    restarts the count; the sum of each segment's last value (NaN for logs without ``elapsed``)."""
+    restarts the count. A process that resumes from a saved state at step ``k`` redoes the steps
+    after ``k`` that the stopped one had already logged, so the stopped one counts up to step ``k``
+    only (its last value when it logged no step ``k``). NaN for logs without ``elapsed``."""
     if any("elapsed" not in r for r in steps):
         return float("nan")
     total = 0.0
-    for before, after in zip(steps, steps[1:]):
-        if after["elapsed"] < before["elapsed"]:  # a new process
-            total += before["elapsed"]
-    return total + steps[-1]["elapsed"]
+    segment: dict[int, float] = {}
+    for record in steps:
+        if segment and record["elapsed"] < max(segment.values()):  # a new process
+            resumed_from = record["step"] - 1
+            total += segment.get(resumed_from, max(segment.values()))
+            segment = {}
+        segment[record["step"]] = record["elapsed"]
+    return total + max(segment.values())
+
+
+def median_step_seconds(steps: list[dict]) -> float:
+    """The median of the seconds between consecutive logged steps of one process: unlike the mean,
+    it does not move when other work shares the CPU for a while. NaN without ``elapsed``."""
+    gaps = [
+        after["elapsed"] - before["elapsed"]
+        for before, after in zip(steps, steps[1:])
+        if "elapsed" in before
+        and "elapsed" in after
+        and after["step"] == before["step"] + 1
+        and after["elapsed"] >= before["elapsed"]
+    ]
+    return statistics.median(gaps) if gaps else float("nan")
 
 
 def read_arm(folder: Path) -> dict:
@@ -43,6 +64,7 @@ def read_arm(folder: Path) -> dict:
         "steps": steps[-1]["step"],
         "train minutes": seconds / 60,
         "seconds per step": seconds / steps[-1]["step"],
+        "median seconds per step": median_step_seconds(steps),
         "eval minutes": last.get("seconds", float("nan")) / 60,
         "final loss (mean of last 20 steps)": sum(r["loss"] for r in steps[-20:]) / len(steps[-20:]),
     }

@@ -64,3 +64,22 @@ def test_training_time_adds_up_the_segments_of_a_resumed_run():
     second = [{"step": s, "elapsed": 6.0 * (s - 4)} for s in range(5, 8)]  # 18 s
     assert training_seconds(first + second) == 38.0
     assert training_seconds([{"step": 1}]) != training_seconds([{"step": 1}])  # NaN without elapsed
+
+
+def test_training_time_counts_steps_redone_after_a_resume_once():
+    from benchmarks.pilot_table import training_seconds
+
+    # the first process logged steps 1-6 but saved its state at step 4; the second resumes at 5
+    first = [{"step": s, "elapsed": 5.0 * s} for s in range(1, 7)]
+    second = [{"step": s, "elapsed": 6.0 * (s - 4)} for s in range(5, 8)]
+    assert training_seconds(first + second) == 20.0 + 18.0
+
+
+def test_median_step_time_ignores_a_slow_stretch_and_the_restart():
+    from benchmarks.pilot_table import median_step_seconds
+
+    first = [{"step": s, "elapsed": 4.0 * s} for s in range(1, 8)]
+    first[-1]["elapsed"] = first[-2]["elapsed"] + 40.0  # one step slowed by other work
+    second = [{"step": s, "elapsed": 4.0 * (s - 4)} for s in range(5, 9)]
+    assert median_step_seconds(first + second) == 4.0
+    assert median_step_seconds([{"step": 1}]) != median_step_seconds([{"step": 1}])
