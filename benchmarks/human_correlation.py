@@ -246,7 +246,8 @@ def markdown(report: dict) -> str:
         "Pearson r / Spearman rho (x100) with human ratings. `paper`: ground-truth rows dropped;",
         "Zhao sets use the MAD-filtered rating and their last 80 % of rows. `full`: every row.",
         "`dev` (if asked for): the Zhao sets' first 20 % of rows, filtered and rated as in `paper`.",
-        "The `paper DEnsity` column is the published value (bert-base, trained), not a measurement.",
+        "The `paper DEnsity` column is the published value (bert-base, trained), not a measurement;",
+        "it is filled in the `paper` protocol only, the rows the paper measured.",
         "",
         *headline(report),
     ]
@@ -260,7 +261,7 @@ def markdown(report: dict) -> str:
         for name, result in report["sets"].items():
             if protocol not in result:  # not defined for this set (dev: only the Zhao sets)
                 continue
-            paper = PAPER_DENSITY.get(name, {})
+            paper = PAPER_DENSITY.get(name, {}) if protocol == "paper" else {}
             published = f"{paper.get('pearson', '–')} / {paper.get('spearman', '–')}" if paper else ""
             for metric, c in result[protocol].items():
                 r = f"{c['pearson']:.2f}" + ("*" if c["pearson_p"] < 0.05 else "")

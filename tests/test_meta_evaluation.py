@@ -207,3 +207,8 @@ def test_whole_command_on_a_small_slice_writes_table_json_and_figures(tiny_check
     assert "## Protocol: paper" in table and "| dailydialog_zhao | 60 |" in table
     dev_section = table.split("## Protocol: dev")[1].split("## ")[0]
     assert "dailydialog_zhao" in dev_section and "convai2_usr" not in dev_section
+    # the published numbers were measured on the paper's rows: beside the paper protocol only
+    paper_section = table.split("## Protocol: paper")[1].split("## ")[0]
+    full_section = table.split("## Protocol: full")[1].split("## ")[0]
+    assert "56.81 / 57.03" in paper_section
+    assert "56.81" not in dev_section and "56.81" not in full_section
