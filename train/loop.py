@@ -4,8 +4,8 @@ Layout of ``out_dir``::
 
     state/        the latest state: model, tokenizer, head, optimizer.safetensors,
                   rng.safetensors, trainer_state.json (epoch, step, scheduler)
-    best/         model, tokenizer and head with the best validation Recall@1
-    log.jsonl     one line per optimizer step (loss) and per evaluation (R@1, MRR)
+    best/         model, tokenizer and head at the evaluation with the best ``select_on`` value
+    log.jsonl     one line per optimizer step (loss, ce, contrastive) and per evaluation
 
 A run interrupted at any step restarts from ``state/`` and continues with the same data
 order and negatives. Nothing is pickled: tensors are safetensors, the rest JSON.
