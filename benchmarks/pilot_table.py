@@ -19,34 +19,42 @@ from pathlib import Path
 NON_PROBE_KINDS = ("random", "same-dialogue", "drop", "shuffle", "retrieved")
 
 
+def processes(steps: list[dict]) -> list[list[dict]]:
+    """The step records split by the process that logged them: ``elapsed`` counts from each
+    process's start, so it drops where a resumed run begins."""
+    runs = [[steps[0]]]
+    for before, after in zip(steps, steps[1:]):
+        if after["elapsed"] < before["elapsed"]:
+            runs.append([])
+        runs[-1].append(after)
+    return runs
+
+
 def training_seconds(steps: list[dict]) -> float:
-    """Seconds of training in all: each process logs ``elapsed`` from its own start, so a resumed run
-    restarts the count. A process that resumes from a saved state at step ``k`` redoes the steps
-    after ``k`` that the stopped one had already logged, so the stopped one counts up to step ``k``
-    only (its last value when it logged no step ``k``). NaN for logs without ``elapsed``."""
+    """Seconds of training in all, over the processes of a resumed run. A process that resumes from
+    a saved state at step ``k`` redoes the steps after ``k`` that the stopped one had already
+    logged, so the stopped one counts up to step ``k`` only (its last value when it logged no step
+    ``k``). NaN for logs without ``elapsed``."""
     if any("elapsed" not in r for r in steps):
         return float("nan")
+    runs = processes(steps)
     total = 0.0
-    segment: dict[int, float] = {}
-    for record in steps:
-        if segment and record["elapsed"] < max(segment.values()):  # a new process
-            resumed_from = record["step"] - 1
-            total += segment.get(resumed_from, max(segment.values()))
-            segment = {}
-        segment[record["step"]] = record["elapsed"]
-    return total + max(segment.values())
+    for run, resumed in zip(runs, runs[1:]):
+        saved = resumed[0]["step"] - 1
+        total += next((r["elapsed"] for r in run if r["step"] == saved), run[-1]["elapsed"])
+    return total + runs[-1][-1]["elapsed"]
 
 
 def median_step_seconds(steps: list[dict]) -> float:
     """The median of the seconds between consecutive logged steps of one process: unlike the mean,
     it does not move when other work shares the CPU for a while. NaN without ``elapsed``."""
+    if any("elapsed" not in r for r in steps):
+        return float("nan")
     gaps = [
         after["elapsed"] - before["elapsed"]
-        for before, after in zip(steps, steps[1:])
-        if "elapsed" in before
-        and "elapsed" in after
-        and after["step"] == before["step"] + 1
-        and after["elapsed"] >= before["elapsed"]
+        for run in processes(steps)
+        for before, after in zip(run, run[1:])
+        if after["step"] == before["step"] + 1
     ]
     return statistics.median(gaps) if gaps else float("nan")
 
