@@ -230,6 +230,26 @@ def test_maude_loss_leaves_out_a_negative_equal_to_the_gold():
         assert one_left[1] == 2 + 3
 
 
+
+def test_maude_loss_matches_a_loop_over_every_pair():
+    """The batched loss (each context encoded once) against one forward pass per (context, reply)
+    pair and the binary cross-entropy written out in float64."""
+    torch.manual_seed(1)
+    model, table = maude.MaUdeModel(6, down=4, hidden=5, dropout=0.0).eval(), torch.randn(14, 6)
+    ids, counts = torch.tensor([[1, 2, 0], [3, 4, 5], [6, 0, 0]]), torch.tensor([2, 3, 1])
+    golds, negatives = torch.tensor([7, 8, 9]), torch.tensor([[10, 11], [12, 8], [13, 10]])
+    with torch.no_grad():
+        total, terms = maude.nce_loss(model, table, ids, counts, golds, negatives, "sum")
+        expected, n = 0.0, 0
+        for i in range(3):
+            utterances = table[ids[i, : counts[i]]][None]
+            for reply, label in [(golds[i], 1), *[(neg, 0) for neg in negatives[i] if neg != golds[i]]]:
+                z = float(model(utterances, counts[i : i + 1], table[reply][None]).double())
+                expected += -np.log(1 / (1 + np.exp(-z))) if label else -np.log(1 - 1 / (1 + np.exp(-z)))
+                n += 1
+    assert terms == n == 3 + 5
+    assert total == pytest.approx(expected, rel=1e-5)
+
 @pytest.fixture(scope="module")
 def maude_weights(tiny_encoder, corpus, tmp_path_factory):
     torch.set_num_threads(1)

@@ -123,9 +123,13 @@ class MaUdeModel(nn.Module):
         states, _ = pad_packed_sequence(self.lstm(packed)[0], batch_first=True, padding_value=float("-inf"))
         return states.max(1).values @ self.project
 
-    def forward(self, utterances: torch.Tensor, counts: torch.Tensor, replies: torch.Tensor) -> torch.Tensor:
-        h, r = self.encode_context(utterances, counts), replies @ self.down
+    def score(self, contexts: torch.Tensor, replies: torch.Tensor) -> torch.Tensor:
+        """Logits (b,) of encoded contexts (b, down) and reply vectors (b, d)."""
+        h, r = contexts, replies @ self.down
         return self.decoder(torch.cat([h, r, (h - r).abs(), h * r], dim=-1)).squeeze(-1)
+
+    def forward(self, utterances: torch.Tensor, counts: torch.Tensor, replies: torch.Tensor) -> torch.Tensor:
+        return self.score(self.encode_context(utterances, counts), replies)
 
 
 def context_rows(vectors: VectorTable, contexts: list[list[str]]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -164,9 +168,9 @@ def nce_loss(
     table rows, after contexts (table rows ``context_ids`` (b, t), ``counts`` (b,) turns). A negative
     with its gold reply's text (the same row) is left out. With ``reduction="sum"``: (sum, terms)."""
     k = negatives.shape[1]
-    utterances = table[context_ids[:, : int(counts.max())]]
+    contexts = model.encode_context(table[context_ids[:, : int(counts.max())]], counts)  # once, not 1 + k times
     replies = table[torch.cat([golds, negatives.T.reshape(-1)])]
-    scores = model(utterances.repeat(1 + k, 1, 1), counts.repeat(1 + k), replies)
+    scores = model.score(contexts.repeat(1 + k, 1), replies)
     labels = torch.cat([torch.ones(len(golds)), torch.zeros(len(golds) * k)])
     keep = torch.cat([torch.ones(len(golds), dtype=torch.bool), (negatives != golds[:, None]).T.reshape(-1)])
     loss = nn.functional.binary_cross_entropy_with_logits(scores[keep], labels[keep], reduction=reduction)
@@ -238,7 +242,7 @@ def train(
     def evaluate() -> float:
         total, terms = 0.0, 0
         with torch.inference_mode():
-            for i in range(0, len(v_gold), CHUNK):  # in chunks: a context is read 1 + k times
+            for i in range(0, len(v_gold), CHUNK):  # in chunks: 1 + k replies per context
                 part = slice(i, i + CHUNK)
                 loss, n = nce_loss(
                     model, table, v_context_ids[part], v_counts[part], v_gold[part], v_negatives[part], "sum"
