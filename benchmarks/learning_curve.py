@@ -13,17 +13,17 @@ evaluations (the same step logged twice) count once, the last one.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+
+from train.run_log import evaluations, read_log
 
 
 def read_evaluations(log: Path) -> list[dict]:
     """The run's evaluations in step order, one per step (the last logged for a step that was repeated)."""
-    records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
-    by_step = {r["step"]: r for r in records if r.get("type") == "eval"}
-    if not by_step:
+    records = evaluations(read_log(log))
+    if not records:
         raise ValueError(f"{log}: no evaluation records")
-    return [by_step[step] for step in sorted(by_step)]
+    return records
 
 
 def curve(evaluations: list[dict], key: str, contexts_per_step: int) -> tuple[list[int], list[float]]:

@@ -15,6 +15,8 @@ import json
 import statistics
 from pathlib import Path
 
+from train.run_log import evaluations, read_log
+
 # Validation kinds that no probe copies (the tie-break of results/pilots/PROTOCOL.md).
 NON_PROBE_KINDS = ("random", "same-dialogue", "drop", "shuffle", "retrieved")
 
@@ -61,9 +63,9 @@ def median_step_seconds(steps: list[dict]) -> float:
 
 def read_arm(folder: Path) -> dict:
     """The numbers of one arm: cost, last evaluation, and the checkpoint's dev correlation and probes."""
-    records = [json.loads(line) for line in (folder / "log.jsonl").read_text(encoding="utf-8").splitlines()]
+    records = read_log(folder / "log.jsonl")
     steps = [r for r in records if r["type"] == "train"]
-    evals = [r for r in records if r["type"] == "eval"]
+    evals = evaluations(records)
     if not steps or not evals:
         raise ValueError(f"{folder / 'log.jsonl'}: needs train and eval records, has {len(steps)} and {len(evals)}")
     last = evals[-1]

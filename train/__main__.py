@@ -34,6 +34,7 @@ from .fit import accumulate_features, fit_from_moments, load_moments, save_momen
 from .losses import CONTRASTIVE_AVERAGES
 from .model import BACKBONE_ALIASES, backbone_path
 from .negatives import GOLD_KINDS, KINDS
+from .run_log import evaluations, read_log
 
 logger = logging.getLogger("train")
 # dtypes the checkpoint's encoder weights may be written in
@@ -250,8 +251,7 @@ def train_command(args) -> None:
         return
     if not trainer.accelerator.is_main_process:
         return
-    evals = [json.loads(line) for line in (args.out / "log.jsonl").read_text().splitlines()]
-    best = max((r for r in evals if r["type"] == "eval"), key=lambda r: r[config.select_on])
+    best = max(evaluations(read_log(args.out / "log.jsonl")), key=lambda r: r[config.select_on])
     name = args.name or args.out.name
     density_config = DensityConfig(pair_format=config.pair_format, name=name)
     card = render_card(

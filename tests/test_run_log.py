@@ -1,0 +1,39 @@
+"""A run's log.jsonl is read in one place: records checked line by line, evaluations once per step."""
+
+import json
+
+import pytest
+
+from train.run_log import evaluations, read_log
+
+
+def test_records_come_in_file_order_and_evaluations_once_per_step(tmp_path):
+    log = tmp_path / "log.jsonl"
+    records = [
+        {"type": "train", "step": 1, "loss": 3.0},
+        {"type": "eval", "step": 2, "recall_at_1": 0.1},
+        {"type": "train", "step": 2, "loss": 2.5},
+        {"type": "eval", "step": 2, "recall_at_1": 0.3},  # a resumed run redid step 2
+        {"type": "eval", "step": 1, "recall_at_1": 0.2},
+    ]
+    log.write_text("".join(json.dumps(r) + "\n" for r in records) + "\n")  # a blank last line is fine
+    assert read_log(log) == records
+    assert evaluations(read_log(log)) == [records[4], records[3]]
+    assert evaluations(records[:1]) == []
+
+
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        ('{"type": "train", "step": 3, "loss"', "line 2: not JSON"),  # cut short by a killed process
+        ('{"type": "metrics", "step": 3}', "line 2: a record needs a type"),
+        ('{"type": "eval", "step": "3"}', "line 2: a record needs a type"),
+        ('{"type": "eval", "step": true}', "line 2: a record needs a type"),
+        ("[1, 2]", "line 2: a record needs a type"),
+    ],
+)
+def test_a_bad_line_is_an_error_naming_the_file_and_line(tmp_path, line, problem):
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"type": "train", "step": 1, "loss": 1.0}) + "\n" + line + "\n")
+    with pytest.raises(ValueError, match=f"log.jsonl, {problem}"):
+        read_log(log)
