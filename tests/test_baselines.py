@@ -230,7 +230,6 @@ def test_maude_loss_leaves_out_a_negative_equal_to_the_gold():
         assert one_left[1] == 2 + 3
 
 
-
 def test_maude_loss_matches_a_loop_over_every_pair():
     """The batched loss (each context encoded once) against one forward pass per (context, reply)
     pair and the binary cross-entropy written out in float64."""
@@ -249,6 +248,7 @@ def test_maude_loss_matches_a_loop_over_every_pair():
                 n += 1
     assert terms == n == 3 + 5
     assert total == pytest.approx(expected, rel=1e-5)
+
 
 @pytest.fixture(scope="module")
 def maude_weights(tiny_encoder, corpus, tmp_path_factory):
@@ -313,6 +313,19 @@ def test_round_trip_and_damaged_weights(system, ruber, maude_weights, tmp_path):
     (tmp_path / "config.json").unlink()
     with pytest.raises(ValueError, match=f"config.json: file is missing .*--system {system}"):
         load_columns(system, tmp_path)
+
+
+@pytest.mark.parametrize("system", ["bert-ruber", "maude"])
+def test_weights_folder_has_a_card_with_the_paper_the_weights_hash_and_the_results(system, ruber, maude_weights):
+    import hashlib
+
+    out, report = {"bert-ruber": ruber, "maude": maude_weights}[system]
+    card = (out / "README.md").read_text()
+    assert card.startswith(f"# Baseline weights: {system}\n")
+    assert {"bert-ruber": "Ghazarian et al., 2019", "maude": "Sinha et al., ACL 2020"}[system] in card
+    assert f"sha256 `{hashlib.sha256((out / WEIGHTS_FILE).read_bytes()).hexdigest()}`" in card
+    assert f"- best_epoch: {report['best_epoch']}\n" in card and f"- train_pairs: {report['train_pairs']}\n" in card
+    assert "- history:" not in card  # the per-epoch history stays in config.json
 
 
 def test_available_columns_skips_a_missing_system_and_says_how_to_train_it(ruber, tmp_path, caplog):

@@ -1,12 +1,13 @@
 """What the baseline metrics share: their weights on disk, frozen embeddings, and early stopping.
 
-Weights are a folder with ``weights.safetensors`` (the trained tensors) and ``config.json``
-(the system, its dimensions, how it was trained). Loading checks both and names the file and
-the problem; nothing is pickled.
+Weights are a folder with ``weights.safetensors`` (the trained tensors), ``config.json``
+(the system, its dimensions, how it was trained) and ``README.md``, the card written from both.
+Loading checks the first two and names the file and the problem; nothing is pickled.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -18,6 +19,7 @@ from safetensors.torch import load_file, save_file
 
 WEIGHTS_FILE = "weights.safetensors"
 CONFIG_FILE = "config.json"
+CARD_FILE = "README.md"
 ENCODER_NOTE = "all-MiniLM-L6-v2, frozen (the papers used BERT-base; it is the only encoder offline here)"
 
 logger = logging.getLogger(__name__)
@@ -30,6 +32,35 @@ def save_weights(out: str | Path, state: dict[str, torch.Tensor], config: dict) 
     stored = {k: (v if v.dtype == torch.float16 else v.float()).detach().contiguous() for k, v in state.items()}
     save_file(stored, str(out / WEIGHTS_FILE), metadata={"system": config["system"]})
     (out / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    write_card(out)
+
+
+def write_card(folder: str | Path) -> Path:
+    """Write ``README.md`` in a weights folder from its ``config.json`` and ``weights.safetensors``:
+    the paper (the first paragraph of the system's module docstring), the command that trained
+    it, the sha256 of the weights, and every setting and validation result of the config
+    (the per-epoch history stays in the config). Returns the card's path."""
+    from . import module
+
+    folder = Path(folder)
+    config = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
+    paper = " ".join(module(config["system"]).__doc__.split("\n\n")[0].split())
+    digest = hashlib.sha256((folder / WEIGHTS_FILE).read_bytes()).hexdigest()
+    shown = {k: v for k, v in config.items() if k not in ("system", "command", "seconds", "history")}
+    lines = [
+        f"# Baseline weights: {config['system']}",
+        "",
+        paper,
+        "",
+        f"- trained with `{config.get('command') or 'benchmarks.baselines.' + config['system'] + '.train()'}`"
+        + (f" in {config['seconds'] / 60:.1f} minutes" if "seconds" in config else ""),
+        f"- `{WEIGHTS_FILE}`: sha256 `{digest}`; `{CONFIG_FILE}`: the settings below and the training history",
+        *(f"- {key}: {json.dumps(value) if not isinstance(value, str) else value}" for key, value in shown.items()),
+        "",
+    ]
+    path = folder / CARD_FILE
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
 
 
 def load_weights(folder: str | Path, system: str) -> tuple[dict[str, torch.Tensor], dict]:
