@@ -359,3 +359,37 @@ def test_meta_evaluation_blends_bert_ruber_only_on_sets_with_references(ruber):
     rows[3]["reference"] = ""
     without = evaluate_turn_set(JudgmentSet("some_set", rows), columns, False, ("full",))
     assert bert_ruber.UNREFERENCED in without["full"] and bert_ruber.BLENDED not in without["full"]
+
+
+def test_embedding_cache_returns_the_computed_vectors_and_checks_its_file(tiny_encoder, tmp_path, monkeypatch):
+    from benchmarks.baselines.common import embed_texts
+
+    texts = ["b reply", "a context", "b reply", "c other"]
+    fresh = embed_texts(texts, tiny_encoder, "mean", normalize=True, cache_dir=tmp_path)
+    (cached_file,) = tmp_path.glob("embeddings-*.safetensors")
+    assert list(fresh) == ["b reply", "a context", "c other"]
+
+    import train.retrieval
+
+    def no_encoding(*args, **kwargs):
+        raise AssertionError("recomputed although cached")
+
+    monkeypatch.setattr(train.retrieval, "embed", no_encoding)
+    again = embed_texts(list(reversed(texts)), tiny_encoder, "mean", normalize=True, cache_dir=tmp_path)
+    assert list(again) == ["c other", "b reply", "a context"]  # the caller's order, not the file's
+    for text in fresh:
+        np.testing.assert_array_equal(again[text], fresh[text])
+    with pytest.raises(AssertionError, match="recomputed"):  # other settings, other texts: another key
+        embed_texts(texts, tiny_encoder, "max", normalize=True, cache_dir=tmp_path)
+    with pytest.raises(AssertionError, match="recomputed"):
+        embed_texts([*texts, "d new"], tiny_encoder, "mean", normalize=True, cache_dir=tmp_path)
+
+    from safetensors.torch import load_file, save_file
+
+    stored = load_file(str(cached_file))["vectors"]
+    save_file({"vectors": stored[:-1].contiguous()}, str(cached_file), metadata={"key": "another"})
+    with pytest.raises(ValueError, match=r"embeddings-.*\.safetensors: embedding cache does not match"):
+        embed_texts(texts, tiny_encoder, "mean", normalize=True, cache_dir=tmp_path)
+    cached_file.write_bytes(b"not safetensors")
+    with pytest.raises(ValueError, match=r"embeddings-.*\.safetensors: unreadable embedding cache"):
+        embed_texts(texts, tiny_encoder, "mean", normalize=True, cache_dir=tmp_path)

@@ -32,6 +32,11 @@ def main(argv=None) -> None:
     train.add_argument("--checkpoint", default="default", help="zhao: the DEnsity checkpoint that is stage 1")
     train.add_argument("--epochs", type=int, default=None, help="most epochs (early stopping may end sooner)")
     train.add_argument("--seed", type=int, default=0)
+    train.add_argument(
+        "--cache-dir",
+        default="runs/cache",
+        help="bert-ruber, maude: keep the frozen embeddings here and reuse them on a retrain ('' for none)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     options = {"seed": args.seed, "command": "python -m benchmarks.baselines " + shlex.join(argv)}
@@ -40,7 +45,9 @@ def main(argv=None) -> None:
     if args.system == "zhao":
         options.update(data_dir=args.data_dir or "../shared/data", checkpoint=args.checkpoint)
     else:
-        options.update(data_dir=args.data_dir or "../shared/data/dailydialog", limit=args.limit)
+        options.update(
+            data_dir=args.data_dir or "../shared/data/dailydialog", limit=args.limit, cache_dir=args.cache_dir or None
+        )
     report = module(args.system).train(args.out or WEIGHTS_ROOT / args.system, **options)
     print(json.dumps({k: v for k, v in report.items() if k != "history"}, indent=2))
 

@@ -165,16 +165,20 @@ def train(
     max_tokens: int = MAX_TOKENS,
     seed: int = 0,
     command: str = "",
+    cache_dir: str | Path | None = None,
 ) -> dict:
     """Train the unreferenced scorer on DailyDialog train; early-stop on the cross-entropy of the
-    validation split's gold replies against fixed random ones (at most 2,000 pairs)."""
+    validation split's gold replies against fixed random ones (at most 2,000 pairs). With
+    ``cache_dir``, the frozen embeddings are kept there for a retrain (:func:`.common.embed_texts`)."""
     started = time.perf_counter()
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     train_q, train_r = _pairs(Path(data_dir), "train", limit, encoder, max_tokens)
     valid_q, valid_r = _pairs(Path(data_dir), "validation", min(limit, 2000) if limit else 2000, encoder, max_tokens)
     texts = train_q + train_r + valid_q + valid_r
-    vectors = VectorTable(embed_texts(texts, encoder, POOLING, normalize=False, max_tokens=max_tokens))
+    vectors = VectorTable(
+        embed_texts(texts, encoder, POOLING, normalize=False, max_tokens=max_tokens, cache_dir=cache_dir)
+    )
     table = vectors.table
     q, gold = vectors.rows(train_q), vectors.rows(train_r)  # table rows, one per training pair
     vq, v_gold = vectors.rows(valid_q), vectors.rows(valid_r)

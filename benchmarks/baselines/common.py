@@ -103,22 +103,57 @@ def load_state_checked(module: torch.nn.Module, state: dict[str, torch.Tensor], 
 
 
 def embed_texts(
-    texts: Sequence[str], encoder: str, pooling: str, normalize: bool, max_tokens: int | None = None
+    texts: Sequence[str],
+    encoder: str,
+    pooling: str,
+    normalize: bool,
+    max_tokens: int | None = None,
+    cache_dir: str | Path | None = None,
 ) -> dict[str, np.ndarray]:
     """Frozen embedding of every distinct text (``train.retrieval.embed``: length-sorted batches,
-    truncated to ``max_tokens``, default the encoder's 256), as a text -> (d,) float32 map."""
-    from train.retrieval import MAX_TOKENS, embed
+    truncated to ``max_tokens``, default the encoder's 256), as a text -> (d,) float32 map.
+
+    With ``cache_dir``, the vectors are kept in ``embeddings-<key>.safetensors`` there, the key a
+    sha256 of the settings and of the distinct texts (``train.retrieval.pool_sha256``), and read
+    back instead of recomputed when the same texts are embedded the same way again. The encoder
+    is keyed by its name, so use the cache with a fixed encoder (``"minilm"``), not a folder that
+    changes."""
+    from train.retrieval import MAX_TOKENS, embed, pool_sha256
 
     unique = list(dict.fromkeys(texts))
+    max_tokens = max_tokens or MAX_TOKENS
+    path = None
+    if cache_dir is not None:
+        settings = json.dumps([encoder, pooling, bool(normalize), max_tokens])
+        key = hashlib.sha256(f"{settings}|{pool_sha256(unique)}".encode()).hexdigest()
+        path = Path(cache_dir) / f"embeddings-{key[:16]}.safetensors"
+        if path.is_file():
+            by_text = dict(zip(sorted(unique), _read_cached(path, key, len(unique))))
+            return {text: by_text[text] for text in unique}
     vectors = embed(
-        unique,
-        encoder,
-        pooling=pooling,
-        normalize=normalize,
-        max_tokens=max_tokens or MAX_TOKENS,
-        progress=len(unique) > 2000,
+        unique, encoder, pooling=pooling, normalize=normalize, max_tokens=max_tokens, progress=len(unique) > 2000
     )
+    if path is not None:
+        order = sorted(range(len(unique)), key=unique.__getitem__)  # rows in sorted-text order
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_file({"vectors": torch.from_numpy(vectors[order])}, str(path), metadata={"key": key})
+        logger.info("embeddings of %d texts cached in %s", len(unique), path)
     return dict(zip(unique, vectors))
+
+
+def _read_cached(path: Path, key: str, rows: int) -> np.ndarray:
+    """The cached (rows, d) vectors in ``path``, checked against ``key`` and the row count."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            found, vectors = (handle.metadata() or {}).get("key"), handle.get_tensor("vectors")
+    except Exception as err:  # safetensors raises its own error types for a damaged file
+        raise ValueError(f"{path}: unreadable embedding cache ({err}); delete it to recompute") from None
+    if found != key or vectors.ndim != 2 or len(vectors) != rows or not torch.isfinite(vectors).all():
+        raise ValueError(f"{path}: embedding cache does not match these texts and settings; delete it to recompute")
+    logger.info("embeddings of %d texts read from %s", rows, path)
+    return vectors.numpy()
 
 
 class VectorTable:

@@ -196,9 +196,11 @@ def train(
     decoder_hidden: int = DECODER_HIDDEN,
     seed: int = 0,
     command: str = "",
+    cache_dir: str | Path | None = None,
 ) -> dict:
     """Train on DailyDialog train with NCE; early-stop on the validation loss (fixed negatives).
-    ``down_dim`` and ``decoder_hidden`` are the paper's 300 and 200 unless given (tests shrink them)."""
+    ``down_dim`` and ``decoder_hidden`` are the paper's 300 and 200 unless given (tests shrink them).
+    With ``cache_dir``, the frozen vectors are kept there for a retrain (:func:`.common.embed_texts`)."""
     from train.corpora import load_dailydialog, response_pairs
 
     started = time.perf_counter()
@@ -213,7 +215,7 @@ def train(
     corrupt, v_corrupt = syntactic_negatives(replies, seed), syntactic_negatives(v_replies, seed + 1)
     texts = _texts(contexts, replies) + _texts(v_contexts, v_replies)
     texts += [t for row in corrupt + v_corrupt for t in row]
-    vectors = VectorTable(embed_texts(texts, encoder, "mean", normalize=True))
+    vectors = VectorTable(embed_texts(texts, encoder, "mean", normalize=True, cache_dir=cache_dir))
     table = vectors.table
     context_ids, counts = context_rows(vectors, contexts)
     gold = vectors.rows(replies)
