@@ -205,7 +205,9 @@ def headline(report: dict, protocol: str = "paper") -> list[str]:
         for m in dict.fromkeys(m for name in sets for m in report["sets"][name][protocol])
         if "calibrated" not in m and "Euclidean" not in m
     ]
-    rows = [(m, m) for m in shown if m not in supervised] + [(m, f"{m} (supervised)") for m in shown if m in supervised]
+    rows = [(m, m) for m in shown if m not in supervised] + [
+        (m, m if "supervised" in m else f"{m} (supervised)") for m in shown if m in supervised
+    ]
 
     def cell(c: dict | None) -> str:
         if not c:
@@ -226,7 +228,7 @@ def headline(report: dict, protocol: str = "paper") -> list[str]:
         "",
         "Published rows are the papers' numbers, not measurements here; – where our sources have none",
         "(the DEnsity paper's BERT-RUBER numbers are not among them). A supervised metric learned from",
-        "human ratings, and is never reported on the rows it learned from.",
+        "human ratings; it is never reported on the rows it learned from.",
         "",
     ]
     return lines
