@@ -7,7 +7,10 @@
 #   EPOCHS=2 STEPS_PER_EPOCH=4500 EVALS_PER_EPOCH=3 setsid nohup bash results/release/release.sh \
 #     > runs/logs/release-chunk-N.log 2>&1 < /dev/null & disown
 # and keep other CPU work off the machine while it trains (two processes on two cores run each
-# three times slower).
+# three times slower). When the last chunk finishes the schedule, the same command fits the
+# Gaussian on all training pairs with best/ in float16 and writes runs/release/checkpoint (not
+# time-limited: leave it about 45 minutes). --name and --weights-dtype act on that fit only;
+# they were added at step ~1,600 and change nothing in training or its resumption.
 set -euo pipefail
 : "${EPOCHS:?}" "${STEPS_PER_EPOCH:?}" "${EVALS_PER_EPOCH:?}"
 MINUTES=${MINUTES:-140}
@@ -21,4 +24,5 @@ python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog
   --valid-limit 1000 --validation-kinds all --valid-fit-pairs 4000 --dev-judgments ../shared/data \
   --retrieval-index runs/cache/retrieval-dailydialog.safetensors --select-on zhao_dev_spearman \
   --mixed-precision auto --save-every 50 --max-minutes "$MINUTES" --out runs/release \
+  --name density-minilm-dailydialog --weights-dtype float16 \
   >> runs/release/train.out 2>> runs/release/train.err
