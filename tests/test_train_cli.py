@@ -25,6 +25,17 @@ def test_train_flags_default_to_the_recipes_defaults(tmp_path):
             assert getattr(args, field.name) == getattr(defaults, field.name), field.name
 
 
+def test_training_without_the_card_template_stops_before_it_starts(tmp_path, monkeypatch):
+    import train.card
+
+    missing = tmp_path / "hub_card" / "model_card.md"
+    monkeypatch.setattr(train.card, "TEMPLATE", missing)
+    # --data-dir holds no corpus: reaching the data would fail with another message.
+    with pytest.raises(SystemExit, match=f"error: {missing}: the model card template is missing"):
+        main(["train", "--data-dir", str(tmp_path), "--out", str(tmp_path / "run")])
+    assert not (tmp_path / "run").exists()
+
+
 def test_old_contrastive_weight_flag_is_an_alias(tmp_path):
     args = build_parser().parse_args(["train", "--out", str(tmp_path), "--lam", "0.5"])
     assert args.contrastive_weight == 0.5

@@ -21,7 +21,7 @@ from density_metric.features import Encoder
 from density_metric.gaussian import ESTIMATORS
 from density_metric.pair_format import LAYOUTS, POOLINGS, PairFormat
 
-from .card import card_fields, render_card
+from .card import card_fields, check_template, render_card
 from .corpora import (
     load_convai2,
     load_dailydialog,
@@ -205,6 +205,7 @@ def train_command(args) -> None:
     from .data import SelectionData
     from .loop import TrainConfig, Trainer
 
+    check_template()
     config = TrainConfig(
         backbone=args.backbone,
         pair_format=pair_format_from(args),

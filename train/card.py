@@ -45,6 +45,15 @@ def _negatives_description(config) -> str:
     )
 
 
+def check_template() -> None:
+    """Fail before training, not after it, where the card's template cannot be read."""
+    if not TEMPLATE.is_file():
+        raise SystemExit(
+            f"error: {TEMPLATE}: the model card template is missing. `python -m train train` renders the "
+            "card from hub_card/model_card.md of a density checkout: install it with `pip install -e .`"
+        )
+
+
 def render_card(fields: dict, template: Path = TEMPLATE) -> str:
     """Fill the template; every ``$name`` in it must be given (a missing field raises KeyError)."""
     return Template(template.read_text(encoding="utf-8")).substitute(fields)
