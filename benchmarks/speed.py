@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import platform
 import time
 from pathlib import Path
 
@@ -24,6 +23,7 @@ import torch
 
 from density_metric import DensityScorer
 from density_metric.backbone import load_backbone
+from density_metric.features import machine_description
 from density_metric.pair_format import join_context
 from train.corpora import load_dailydialog, response_pairs
 
@@ -145,7 +145,7 @@ def main(argv=None) -> None:
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     rows, results = (
         [],
-        {"torch_threads": torch.get_num_threads(), "machine": platform.processor() or platform.machine()},
+        {"torch_threads": torch.get_num_threads(), "machine": machine_description("cpu")},
     )
     for device in devices:
         fp32 = DensityScorer(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import tempfile
 import time
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from density_metric.features import machine_description
 from density_metric.pair_format import PairFormat
 from train.corpora import load_dailydialog, response_pairs
 from train.data import SelectionData, epoch_negatives
@@ -119,7 +119,7 @@ def main() -> None:
                 del trainer
     first = best[args.arms[0]]
     report = {
-        "machine": platform.processor() or platform.machine(),
+        "machine": machine_description("cpu"),
         "torch_threads": torch.get_num_threads(),
         "mixed_precision": args.mixed_precision,
         "max_length": args.max_length,

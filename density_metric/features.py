@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import platform
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -63,6 +64,24 @@ def cpu_has_native_bf16() -> bool:
         except OSError:
             return False
         return bool(flags & {"avx512_bf16", "amx_bf16"})
+
+
+def machine_description(device: str | torch.device = "cpu") -> str:
+    """The hardware that ``device`` names, in words, for cards and benchmark reports.
+
+    CUDA: the GPU's name. CPU: the processor's model name (Linux's ``/proc/cpuinfo``, else
+    :func:`platform.processor`), torch's thread count and whether it has native bf16.
+    """
+    device = torch.device(device)
+    if device.type == "cuda":
+        return f"{torch.cuda.get_device_name(device)} (CUDA)"
+    name = ""
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            name = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), "")
+    name = name or platform.processor() or platform.machine() or "unknown CPU"
+    bf16 = ", native bf16" if cpu_has_native_bf16() else ""
+    return f"{name} CPU ({torch.get_num_threads()} threads{bf16})"
 
 
 def resolve_dtype(dtype: str | None, device: torch.device) -> str:

@@ -1,25 +1,26 @@
-"""The model card states the run's recipe: negatives, layout, contrastive exclusions, selection."""
+"""The model card states the run's recipe (negatives, layout, contrastive exclusions, selection) and its cost."""
 
 import re
 
 from density_metric.pair_format import PairFormat
-from train.card import card_fields, render_card
+from train.card import card_fields, compute_description, render_card
 from train.loop import TrainConfig
 
 METRICS = {"recall_at_1": 0.5, "mrr": 0.6}
 
 
-def card(**overrides) -> str:
+def card(metrics=METRICS, compute="not recorded", **overrides) -> str:
     config = TrainConfig(backbone="minilm", **overrides)
     fields = card_fields(
         config=config,
         corpus="dailydialog",
         name="x",
         repo_id="org/x",
-        metrics=METRICS,
+        metrics=metrics,
         train_pairs=10,
         valid_pairs=5,
         command="python -m train train",
+        compute=compute,
     )
     text = render_card(fields)
     assert not re.search(r"\$[a-z_]+", text)
@@ -34,6 +35,8 @@ def test_the_default_card_describes_the_papers_recipe():
     assert "stay out of it" not in text
     assert "16 contexts per step and process" in text
     assert "after each epoch, and the checkpoint with the best Recall@1 was kept" in text
+    assert "final-layer `[CLS]` feature of `[CLS] context [SEP] response [SEP]`" in text
+    assert "Compute: not recorded." in text
 
 
 def test_a_mix_run_card_names_the_mix_the_exclusions_the_layout_and_the_selection():
@@ -55,3 +58,27 @@ def test_a_mix_run_card_names_the_mix_the_exclusions_the_layout_and_the_selectio
     assert "16 contexts per step and process" in text
     assert "2 times per epoch" in text
     assert "best Spearman correlation with the human ratings of DailyDialog-Zhao" in text
+    assert "the mean of this model's final-layer states over the response's block" not in text  # feature token
+    assert "the `[CLS]` that opens the response's block" in text
+
+
+def test_the_card_states_the_compute_the_kept_step_and_the_pooled_feature():
+    cost = {"steps": 9506, "chunks": 6, "wall_seconds": 9.25 * 3600, "eval_seconds": 0.5 * 3600, "evaluations": 6}
+    compute = compute_description(
+        cost, contexts_per_step=16, train_contexts=76053, hardware="Some CPU", precision="bf16"
+    )
+    assert compute == (
+        "9,506 optimizer steps of 16 contexts (152,096 contexts, 2.00 passes over the 76,053 training contexts), "
+        "9.2 hours of wall time in 6 chunks, each resumed from the last one's saved state; the last ran on Some CPU, "
+        "in bf16 autocast; 6 validation runs took 0.5 hours of it"
+    )
+    one = dict(cost, chunks=1)
+    assert "hours of wall time on Some CPU, in float32;" in compute_description(
+        one, contexts_per_step=16, train_contexts=76053, hardware="Some CPU", precision="no"
+    )
+    metrics = {"step": 1584, "recall_at_1": 0.67, "mrr": 0.79, "zhao_dev_pearson": 50.126, "zhao_dev_spearman": 48.644}
+    text = card(pair_format=PairFormat(layout="shared-context", pooling="mean"), metrics=metrics, compute=compute)
+    assert f"Compute: {compute}." in text
+    assert "The kept checkpoint is the one evaluated after step 1,584; there, DailyDialog-Zhao `dev`" in text
+    assert "Pearson / Spearman x100 50.13 / 48.64." in text
+    assert "the mean of this model's final-layer states over the response's block" in text

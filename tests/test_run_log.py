@@ -37,3 +37,25 @@ def test_a_bad_line_is_an_error_naming_the_file_and_line(tmp_path, line, problem
     log.write_text(json.dumps({"type": "train", "step": 1, "loss": 1.0}) + "\n" + line + "\n")
     with pytest.raises(ValueError, match=f"log.jsonl, {problem}"):
         read_log(log)
+
+
+def test_the_runs_cost_sums_its_chunks_wall_time_and_evaluations():
+    from train.run_log import compute_summary
+
+    records = [
+        {"type": "train", "step": 1, "elapsed": 10.0},
+        {"type": "train", "step": 2, "elapsed": 20.0},
+        {"type": "eval", "step": 2, "seconds": 5.0},  # inside chunk 1's elapsed (a step follows it)
+        {"type": "train", "step": 3, "elapsed": 40.0},  # chunk 1 stops here, after 40 s
+        {"type": "train", "step": 3, "elapsed": 12.0},  # chunk 2 redoes step 3
+        {"type": "train", "step": 4, "elapsed": 30.0},
+        {"type": "eval", "step": 4, "seconds": 7.0},  # the last evaluation, after chunk 2's last step
+    ]
+    assert compute_summary(records) == {
+        "steps": 4,
+        "chunks": 2,
+        "wall_seconds": 40.0 + 30.0 + 7.0,
+        "eval_seconds": 12.0,
+        "evaluations": 2,
+    }
+    assert compute_summary([]) == {"steps": 0, "chunks": 0, "wall_seconds": 0, "eval_seconds": 0, "evaluations": 0}

@@ -197,3 +197,19 @@ def test_native_bf16_means_bf16_instructions_in_the_cpu_flags():
 
     flags = set(open("/proc/cpuinfo", encoding="utf-8").read().split())
     assert cpu_has_native_bf16() == bool(flags & {"avx512_bf16", "amx_bf16"})
+
+
+def test_the_machine_is_described_by_its_cpu_model_threads_and_bf16(monkeypatch):
+    import torch
+
+    from density_metric import features
+
+    text = features.machine_description("cpu")
+    assert f"({torch.get_num_threads()} threads" in text and text.endswith(")")
+    if __import__("os").path.exists("/proc/cpuinfo"):
+        names = [line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")]
+        assert not names or text.startswith(f"{names[0]} CPU (")
+    monkeypatch.setattr(features, "cpu_has_native_bf16", lambda: True)
+    assert features.machine_description("cpu").endswith(", native bf16)")
+    monkeypatch.setattr(features, "cpu_has_native_bf16", lambda: False)
+    assert "bf16" not in features.machine_description("cpu")

@@ -242,6 +242,11 @@ def test_train_command_writes_a_checkpoint_the_metric_loads_with_head_and_card(b
     assert card.startswith("---\nlicense: other\nbase_model: ")
     assert "name: Recall@1" in card and not re.search(r"\$[a-z_]+", card)
     assert "python -m train train --corpus jsonl" in card
+    from density_metric.features import machine_description
+
+    flat = " ".join(card.split())
+    assert "optimizer steps of 4 contexts" in flat and f"on {machine_description('cpu')}, in " in flat
+    assert "The kept checkpoint is the one evaluated after step " in flat
 
 
 def test_fit_with_float16_weights_fits_the_gaussian_to_the_weights_it_ships(backbone, tmp_path):

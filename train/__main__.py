@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 
 from density_metric.checkpoint_format import HEAD_FILE, DensityConfig, load_head, save_checkpoint
-from density_metric.features import Encoder
+from density_metric.features import Encoder, machine_description
 from density_metric.gaussian import ESTIMATORS
 from density_metric.pair_format import LAYOUTS, POOLINGS, PairFormat
 
-from .card import card_fields, check_template, render_card
+from .card import card_fields, check_template, compute_description, render_card
 from .corpora import (
     load_convai2,
     load_dailydialog,
@@ -34,7 +34,7 @@ from .fit import accumulate_features, fit_from_moments, load_moments, save_momen
 from .losses import CONTRASTIVE_AVERAGES
 from .model import BACKBONE_ALIASES, backbone_path
 from .negatives import GOLD_KINDS, KINDS
-from .run_log import evaluations, read_log
+from .run_log import compute_summary, evaluations, read_log
 
 logger = logging.getLogger("train")
 # dtypes the checkpoint's encoder weights may be written in
@@ -252,7 +252,17 @@ def train_command(args) -> None:
         return
     if not trainer.accelerator.is_main_process:
         return
-    best = max(evaluations(read_log(args.out / "log.jsonl")), key=lambda r: r[config.select_on])
+    records = read_log(args.out / "log.jsonl")
+    best = max(evaluations(records), key=lambda r: r[config.select_on])
+    accelerator = trainer.accelerator
+    hardware = machine_description(accelerator.device)
+    compute = compute_description(
+        compute_summary(records),
+        contexts_per_step=config.batch_size * config.grad_accum * accelerator.num_processes,
+        train_contexts=len(train_data[1]),
+        hardware=hardware if accelerator.num_processes == 1 else f"{accelerator.num_processes} x {hardware}",
+        precision=accelerator.mixed_precision,
+    )
     name = args.name or args.out.name
     density_config = DensityConfig(pair_format=config.pair_format, name=name)
     card = render_card(
@@ -266,6 +276,7 @@ def train_command(args) -> None:
             valid_pairs=len(valid_pairs[1]),
             command="python -m train " + shlex.join(args.argv),
             estimator=args.estimator,
+            compute=compute,
         )
     )
     report = fit_and_write(

@@ -45,6 +45,52 @@ def _negatives_description(config) -> str:
     )
 
 
+FEATURES = {
+    ("paper", "feature-token"): "this model's final-layer `[CLS]` feature of `[CLS] context [SEP] response [SEP]`",
+    ("shared-context", "feature-token"): (
+        "this model's final-layer state of the `[CLS]` that opens the response's block in "
+        "`[CLS] context [SEP] [CLS] response [SEP]` (the block attends to the context and to itself)"
+    ),
+    ("shared-context", "mean"): (
+        "the mean of this model's final-layer states over the response's block in "
+        "`[CLS] context [SEP] [CLS] response [SEP]` (the block attends to the context and to itself)"
+    ),
+}
+PRECISIONS = {"bf16": "bf16 autocast", "fp16": "fp16 autocast", "no": "float32"}
+
+
+def compute_description(
+    cost: dict, *, contexts_per_step: int, train_contexts: int, hardware: str, precision: str
+) -> str:
+    """The card's words for what the run cost: ``cost`` is :func:`train.run_log.compute_summary`'s."""
+    contexts = cost["steps"] * contexts_per_step
+    chunks = cost["chunks"]
+    where = (
+        f"on {hardware}"
+        if chunks == 1
+        else f"in {chunks} chunks, each resumed from the last one's saved state; the last ran on {hardware}"
+    )
+    return (
+        f"{cost['steps']:,} optimizer steps of {contexts_per_step} contexts ({contexts:,} contexts, "
+        f"{contexts / train_contexts:.2f} passes over the {train_contexts:,} training contexts), "
+        f"{cost['wall_seconds'] / 3600:.1f} hours of wall time {where}, in {PRECISIONS[precision]}; "
+        f"{cost['evaluations']} validation runs took {cost['eval_seconds'] / 3600:.1f} hours of it"
+    )
+
+
+def kept_description(metrics: dict) -> str:
+    """Which evaluation the kept checkpoint comes from, and its DailyDialog-Zhao ``dev`` numbers if logged."""
+    if "step" not in metrics:
+        return ""
+    text = f"The kept checkpoint is the one evaluated after step {metrics['step']:,}"
+    if "zhao_dev_spearman" in metrics:
+        text += (
+            f"; there, DailyDialog-Zhao `dev` (its first 20 %, with the in-run Gaussian) gave Pearson / "
+            f"Spearman x100 {metrics['zhao_dev_pearson']:.2f} / {metrics['zhao_dev_spearman']:.2f}"
+        )
+    return text + "."
+
+
 def check_template() -> None:
     """Fail before training, not after it, where the card's template cannot be read."""
     if not TEMPLATE.is_file():
@@ -70,6 +116,7 @@ def card_fields(
     valid_pairs: int,
     command: str,
     estimator: str = "pinv",
+    compute: str = "not recorded",
 ) -> dict:
     dataset, dataset_name, license_, note = DATASETS.get(
         corpus, (corpus, corpus, "other", "Check the training corpus's licence before use.")
@@ -89,6 +136,9 @@ def card_fields(
         "mrr": f"{metrics['mrr']:.4f}",
         "train_pairs": f"{train_pairs:,}",
         "valid_pairs": f"{valid_pairs:,}",
+        "feature": FEATURES[(config.pair_format.layout, config.pair_format.pooling)],
+        "compute": compute,
+        "kept": kept_description(metrics),
         "turn_separator": config.pair_format.turn_separator,
         "max_length": config.pair_format.max_length,
         "contrastive_weight": config.contrastive_weight,

@@ -4,7 +4,7 @@ One JSON object per line: ``{"type": "train", "step": ...}`` for an optimizer st
 contrastive, lr, elapsed) and ``{"type": "eval", "step": ...}`` for an evaluation. A resumed run
 appends again the steps (and an evaluation) it redoes after its last saved state, so a step can
 appear more than once; :func:`evaluations` keeps the last one. Read by the trainer (to name the
-best evaluation in the card), the learning curve and the pilot tables.
+best evaluation and the run's cost in the card), the learning curve and the pilot tables.
 """
 
 from __future__ import annotations
@@ -36,3 +36,31 @@ def evaluations(records: list[dict]) -> list[dict]:
     """The evaluation records in step order, one per step (the last logged, for a redone step)."""
     by_step = {record["step"]: record for record in records if record["type"] == "eval"}
     return [by_step[step] for step in sorted(by_step)]
+
+
+def compute_summary(records: list[dict]) -> dict:
+    """What the run cost, from its records: optimizer steps, chunks, wall time and evaluation time.
+
+    A chunk is one process of the run: a train record whose ``elapsed`` (seconds since its process
+    began) is below the previous one starts a new chunk. A chunk's wall time is its last train
+    record's ``elapsed`` plus the evaluations it logged after that record (``elapsed`` already
+    counts the ones before it). Redone steps and evaluations of a resumed run count: they ran.
+    Loading before a chunk's first step and saving after its last are not counted.
+    """
+    chunks: list[dict] = []
+    for record in records:
+        if record["type"] == "train":
+            if not chunks or record["elapsed"] < chunks[-1]["elapsed"]:
+                chunks.append({"elapsed": 0.0, "tail": 0.0, "eval": 0.0})
+            chunks[-1].update(elapsed=record["elapsed"], tail=0.0)
+        elif chunks:  # an evaluation only runs after a step
+            chunks[-1]["tail"] += record["seconds"]
+            chunks[-1]["eval"] += record["seconds"]
+    steps = [record["step"] for record in records if record["type"] == "train"]
+    return {
+        "steps": max(steps, default=0),
+        "chunks": len(chunks),
+        "wall_seconds": sum(chunk["elapsed"] + chunk["tail"] for chunk in chunks),
+        "eval_seconds": sum(chunk["eval"] for chunk in chunks),
+        "evaluations": len(evaluations(records)),
+    }
