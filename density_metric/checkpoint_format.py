@@ -65,7 +65,12 @@ CHECKPOINT_FILES = [
     *TOKENIZER_FILES,
     "added_tokens.json",
 ]
-SCORE_DEFINITION = "-sqrt((g(c,r) - mean) precision (g(c,r) - mean)^T), g = last_hidden_state[:, 0]"
+SCORE = "-sqrt((g(c,r) - mean) precision (g(c,r) - mean)^T), "
+FEATURE_DEFINITIONS = {  # g for each (layout, pooling): what density_config.json's "score" says
+    ("paper", "feature-token"): "g = last_hidden_state[:, 0]",
+    ("shared-context", "feature-token"): "g = last_hidden_state at the first token of the response's block",
+    ("shared-context", "mean"): "g = mean of last_hidden_state over the response's block",
+}
 # Tolerances on the precision matrix, relative to its largest entry / |eigenvalue|. A fitted one
 # (a symmetrised pinv) is exactly symmetric and its eigenvalues of the null space are rounding
 # noise about 1e-17 of the largest (bundled and untuned checkpoints): 1e-8 leaves a wide margin.
@@ -88,8 +93,13 @@ class DensityConfig:
     encoder_package: str | None = None
     name: str = ""
     format_version: int = FORMAT_VERSION
-    score: str = SCORE_DEFINITION
     extra: dict = field(default_factory=dict)
+
+    @property
+    def score(self) -> str:
+        """The score's definition in words, written to the file for people; derived from the pair
+        format (a stored one is not read back, so it cannot go stale)."""
+        return SCORE + FEATURE_DEFINITIONS[(self.pair_format.layout, self.pair_format.pooling)]
 
     @classmethod
     def from_dict(cls, raw, path: os.PathLike | str = CONFIG_FILE) -> DensityConfig:
@@ -108,7 +118,7 @@ class DensityConfig:
         known = {"encoder_package", "name", "format_version", "score"}
         return cls(
             pair_format=pair_format,
-            **{k: v for k, v in raw.items() if k in known},
+            **{k: v for k, v in raw.items() if k in known - {"score"}},
             extra={k: v for k, v in raw.items() if k not in known and k not in PairFormat.FIELDS},
         )
 

