@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The release's measurements (issue 14; PLAN.md shipping checklist, steps 3-5), in order, once
+# the selected checkpoint is bundled in density_metric/default (step 4's copy). Alone on the CPU:
+#   setsid nohup bash results/release/ship.sh > runs/logs/ship.log 2>&1 < /dev/null & disown
+# Each step prints its start time; a failed step stops the script (rerun it from that step with
+# FROM=N). The README, the cards and docs/app.png are updated by hand from what this writes.
+set -euo pipefail
+FROM=${FROM:-1}
+n=0
+step() {
+  n=$((n + 1))
+  if ((n < FROM)); then return; fi
+  echo "== step $n, $(date -u +%H:%M:%S): $*"
+  "$@"
+}
+json() {  # a benchmark that prints its JSON report: step json OUT.json python -m ...
+  local out=$1
+  shift
+  "$@" > "$out.tmp" && mv "$out.tmp" "$out"
+}
+step python -m benchmarks.baselines train --system zhao
+step python -m benchmarks.human_correlation --checkpoint default \
+  --untuned-checkpoint benchmarks/untuned-minilm --out results/bundled-default
+step python -m benchmarks.few_shot --checkpoint default --out results/few-shot-bundled
+step python -m benchmarks.speed --pairs 1024 --json benchmarks/speed_cpu_release.json
+step python -m benchmarks.batch_invariance --pairs 1000 --json benchmarks/batch_invariance_cpu.json
+step json benchmarks/covariance_release.json python -m benchmarks.covariance --train-pairs 20000 --checkpoint default
+step python -m benchmarks.learning_curve results/release/log.jsonl --contexts-per-step 16 \
+  --out results/release/learning_curve.png
+echo "== done, $(date -u +%H:%M:%S)"
