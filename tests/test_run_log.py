@@ -49,13 +49,15 @@ def test_the_runs_cost_sums_its_chunks_wall_time_and_evaluations():
         {"type": "train", "step": 3, "elapsed": 40.0},  # chunk 1 stops here, after 40 s
         {"type": "train", "step": 3, "elapsed": 12.0},  # chunk 2 redoes step 3
         {"type": "train", "step": 4, "elapsed": 30.0},
-        {"type": "eval", "step": 4, "seconds": 7.0},  # the last evaluation, after chunk 2's last step
+        {"type": "eval", "step": 4, "seconds": 7.0},  # after chunk 2's last step
+        {"type": "train", "step": 4, "elapsed": 3.0},  # chunk 3 was stopped before its first save
+        {"type": "eval", "step": 4, "seconds": 6.0},  # and redid the evaluation: it ran, so it counts
     ]
     assert compute_summary(records) == {
         "steps": 4,
-        "chunks": 2,
-        "wall_seconds": 40.0 + 30.0 + 7.0,
-        "eval_seconds": 12.0,
-        "evaluations": 2,
+        "chunks": 3,
+        "wall_seconds": 40.0 + 30.0 + 7.0 + 3.0 + 6.0,
+        "eval_seconds": 18.0,
+        "evaluations": 3,
     }
     assert compute_summary([]) == {"steps": 0, "chunks": 0, "wall_seconds": 0, "eval_seconds": 0, "evaluations": 0}

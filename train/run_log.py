@@ -44,23 +44,25 @@ def compute_summary(records: list[dict]) -> dict:
     A chunk is one process of the run: a train record whose ``elapsed`` (seconds since its process
     began) is below the previous one starts a new chunk. A chunk's wall time is its last train
     record's ``elapsed`` plus the evaluations it logged after that record (``elapsed`` already
-    counts the ones before it). Redone steps and evaluations of a resumed run count: they ran.
+    counts the ones before it). Redone steps and evaluations of a resumed run count (``evaluations``
+    counts runs, not distinct steps): they ran.
     Loading before a chunk's first step and saving after its last are not counted.
     """
     chunks: list[dict] = []
     for record in records:
         if record["type"] == "train":
             if not chunks or record["elapsed"] < chunks[-1]["elapsed"]:
-                chunks.append({"elapsed": 0.0, "tail": 0.0, "eval": 0.0})
+                chunks.append({"elapsed": 0.0, "tail": 0.0, "eval": 0.0, "evaluations": 0})
             chunks[-1].update(elapsed=record["elapsed"], tail=0.0)
         elif chunks:  # an evaluation only runs after a step
             chunks[-1]["tail"] += record["seconds"]
             chunks[-1]["eval"] += record["seconds"]
+            chunks[-1]["evaluations"] += 1
     steps = [record["step"] for record in records if record["type"] == "train"]
     return {
         "steps": max(steps, default=0),
         "chunks": len(chunks),
         "wall_seconds": sum(chunk["elapsed"] + chunk["tail"] for chunk in chunks),
         "eval_seconds": sum(chunk["eval"] for chunk in chunks),
-        "evaluations": len(evaluations(records)),
+        "evaluations": sum(chunk["evaluations"] for chunk in chunks),
     }
