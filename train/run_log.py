@@ -48,21 +48,22 @@ def compute_summary(records: list[dict]) -> dict:
     counts runs, not distinct steps): they ran.
     Loading before a chunk's first step and saving after its last are not counted.
     """
-    chunks: list[dict] = []
+    chunks: list[list[float]] = []  # per chunk: [its last train record's elapsed, evaluations after it]
+    eval_seconds, runs = 0.0, 0
     for record in records:
         if record["type"] == "train":
-            if not chunks or record["elapsed"] < chunks[-1]["elapsed"]:
-                chunks.append({"elapsed": 0.0, "tail": 0.0, "eval": 0.0, "evaluations": 0})
-            chunks[-1].update(elapsed=record["elapsed"], tail=0.0)
+            if not chunks or record["elapsed"] < chunks[-1][0]:
+                chunks.append([0.0, 0.0])
+            chunks[-1] = [record["elapsed"], 0.0]
         elif chunks:  # an evaluation only runs after a step
-            chunks[-1]["tail"] += record["seconds"]
-            chunks[-1]["eval"] += record["seconds"]
-            chunks[-1]["evaluations"] += 1
+            chunks[-1][1] += record["seconds"]
+            eval_seconds += record["seconds"]
+            runs += 1
     steps = [record["step"] for record in records if record["type"] == "train"]
     return {
         "steps": max(steps, default=0),
         "chunks": len(chunks),
-        "wall_seconds": sum(chunk["elapsed"] + chunk["tail"] for chunk in chunks),
-        "eval_seconds": sum(chunk["eval"] for chunk in chunks),
-        "evaluations": sum(chunk["evaluations"] for chunk in chunks),
+        "wall_seconds": sum(elapsed + tail for elapsed, tail in chunks),
+        "eval_seconds": eval_seconds,
+        "evaluations": runs,
     }
