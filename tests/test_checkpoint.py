@@ -134,7 +134,7 @@ def test_local_checkpoint_revision_is_a_content_hash_that_follows_the_statistics
 def test_no_checkpoint_means_the_bundled_default():
     checkpoint = resolve_checkpoint(None)
     assert checkpoint.path == BUNDLED_DIR
-    assert checkpoint.source == "bundled:density-minilm-dailydialog-interim"
+    assert checkpoint.source == "bundled:density-minilm-dailydialog"
     assert checkpoint.config.encoder_package is None and checkpoint.encoder_path == BUNDLED_DIR
     assert checkpoint.head is not None
 

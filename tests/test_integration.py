@@ -49,7 +49,7 @@ def test_readme_main_job_scores_the_example_file_offline_from_another_directory(
     source = [json.loads(line) for line in (ROOT / "examples" / "dialogues.jsonl").read_text().splitlines()]
     assert [row["id"] for row in rows] == [row["id"] for row in source]
     assert all(row["density"] < 0 and 0 <= row["density_calibrated"] <= 1 for row in rows)
-    assert "bundled:density-minilm-dailydialog-interim" in run.stderr
+    assert "bundled:density-minilm-dailydialog" in run.stderr
 
 
 def test_evaluate_load_by_bare_name_uses_the_bundled_default_offline(tmp_path):
@@ -66,7 +66,7 @@ def test_evaluate_load_by_bare_name_uses_the_bundled_default_offline(tmp_path):
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
     )
     assert run.returncode == 0, run.stderr
-    assert "checkpoint=bundled:density-minilm-dailydialog-interim@sha256:" in run.stdout
+    assert "checkpoint=bundled:density-minilm-dailydialog@sha256:" in run.stdout
 
 
 def test_bundled_statistics_cover_every_dailydialog_training_pair():
