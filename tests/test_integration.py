@@ -49,7 +49,7 @@ def test_readme_main_job_scores_the_example_file_offline_from_another_directory(
     source = [json.loads(line) for line in (ROOT / "examples" / "dialogues.jsonl").read_text().splitlines()]
     assert [row["id"] for row in rows] == [row["id"] for row in source]
     assert all(row["density"] < 0 and 0 <= row["density_calibrated"] <= 1 for row in rows)
-    assert "bundled:density-minilm-dailydialog" in run.stderr
+    assert "checkpoint=bundled:density-minilm-dailydialog@sha256:" in run.stderr
 
 
 def test_evaluate_load_by_bare_name_uses_the_bundled_default_offline(tmp_path):
