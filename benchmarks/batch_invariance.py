@@ -4,10 +4,12 @@
 
 The same DailyDialog test pairs are scored as one call (batch size 64, the default), with
 batch sizes 1 and 7, in reversed order, and split into calls of 100 rows; each way is compared
-with the first, as the largest relative difference of a raw score. On this CPU, bf16 GEMMs
+with the first, as the largest relative difference of a raw score. On a CPU with AVX512-BF16, bf16 GEMMs
 (oneDNN) round a row differently depending on how many rows share the product, and attention
 depends on the padded length, so bf16 scores move with the batch; float32 moves only by float32
-rounding. The result decides the CPU default dtype (README, "Speed").
+rounding. The result decides the CPU default dtype (README, "Speed"). The report names the
+machine: on a CPU without bf16 instructions, bf16 is emulated and its numbers are not those of
+the native path.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from density_metric import DensityScorer
+from density_metric.features import machine_description
 from train.corpora import load_dailydialog, response_pairs
 
 
@@ -52,7 +55,7 @@ def main() -> None:
     contexts, responses = response_pairs(load_dailydialog(Path(args.data_dir) / "dailydialog", "test"))
     pick = np.random.default_rng(0).choice(len(responses), size=min(args.pairs, len(responses)), replace=False)
     contexts, responses = [contexts[i] for i in pick], [responses[i] for i in pick]
-    report = {"pairs": len(responses), "dtypes": {}}
+    report = {"pairs": len(responses), "machine": machine_description("cpu"), "dtypes": {}}
     for dtype in ("float32", "bfloat16"):
         scorer = DensityScorer(args.checkpoint, device="cpu", dtype=dtype, progress=False)
         report["signature_" + dtype] = scorer.signature

@@ -4,8 +4,9 @@
         --out results/release/learning_curve.png
 
 Three panels, one point per evaluation: validation Recall@1 over 1 + 15 candidates, the AUC of
-the gold against one hard negative kind (``--kind``, by DEnsity distance and by ``f(c,r)``), and
-the Spearman correlation with DailyDialog-Zhao's ``dev`` rows. The x axis is contexts seen
+the gold against one hard negative kind (``--kind``, by DEnsity distance and by ``f(c,r)``, on
+the full 0-1 scale with chance at 0.5), and the Spearman correlation with DailyDialog-Zhao's
+``dev`` rows. The x axis is contexts seen
 (optimizer steps x ``--contexts-per-step``). Reads the log only; a resumed run's repeated
 evaluations (the same step logged twice) count once, the last one.
 """
@@ -37,7 +38,9 @@ def plot(evaluations: list[dict], contexts_per_step: int, kind: str, path: Path,
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
+    thousands = FuncFormatter(lambda x, _: f"{x / 1000:g}k")
     panels = [
         ("Validation Recall@1 (1 + 15)", [("recall_at_1", "Recall@1")]),
         (
@@ -56,8 +59,13 @@ def plot(evaluations: list[dict], contexts_per_step: int, kind: str, path: Path,
                 drawn = True
         if not drawn:
             axis.text(0.5, 0.5, "not logged", ha="center", va="center", transform=axis.transAxes)
+        if name.startswith("Validation AUC"):
+            # On the full scale, with chance marked: below 0.5 the model prefers the negative.
+            axis.axhline(0.5, color="grey", linestyle="--", linewidth=1, label="chance")
+            axis.set_ylim(0, 1)
         axis.set_title(name, fontsize=10)
         axis.set_xlabel("contexts seen")
+        axis.xaxis.set_major_formatter(thousands)
         axis.grid(alpha=0.3)
         if len(series) > 1 and drawn:
             axis.legend(fontsize=8)
