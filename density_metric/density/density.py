@@ -46,7 +46,7 @@ Load-time options (`evaluate.load("density", ...)`):
     dtype (`str`): "auto" (bfloat16 on CUDA, float32 on CPU), "float32", "bfloat16" (a faster
         CPU mode where native: scores then move by up to 2e-2 relative with the batch),
         "float16" (CUDA only).
-    max_length (`int`, optional): most tokens per pair, default the checkpoint's (64 for
+    max_length (`int`, optional): most tokens per pair, default the checkpoint's (256 for
         the bundled one); the oldest context tokens are dropped first.
 
 Returns:
