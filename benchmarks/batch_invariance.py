@@ -4,10 +4,10 @@
 
 The same DailyDialog test pairs are scored as one call (batch size 64, the default), with
 batch sizes 1 and 7, in reversed order, and split into calls of 100 rows; each way is compared
-with the first, as the largest relative difference of a raw score. On a CPU with AVX512-BF16, bf16 GEMMs
-(oneDNN) round a row differently depending on how many rows share the product, and attention
-depends on the padded length, so bf16 scores move with the batch; float32 moves only by float32
-rounding. The result decides the CPU default dtype (README, "Speed"). The report names the
+with the first, as the largest relative difference of a raw score. On a CPU with AVX512-BF16,
+bf16 GEMMs (oneDNN) round a row differently depending on how many rows share the product, and
+attention depends on the padded length, so bf16 scores move with the batch; float32 moves only
+by float32 rounding. The result decides the CPU default dtype (README, "Speed"). The report names the
 machine: on a CPU without bf16 instructions, bf16 is emulated and its numbers are not those of
 the native path.
 """

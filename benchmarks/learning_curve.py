@@ -41,16 +41,18 @@ def plot(evaluations: list[dict], contexts_per_step: int, kind: str, path: Path,
     from matplotlib.ticker import FuncFormatter
 
     thousands = FuncFormatter(lambda x, _: f"{x / 1000:g}k")
+    # (title, series, chance): a panel with a chance level is drawn on the full 0-1 scale with it marked.
     panels = [
-        ("Validation Recall@1 (1 + 15)", [("recall_at_1", "Recall@1")]),
+        ("Validation Recall@1 (1 + 15)", [("recall_at_1", "Recall@1")], None),
         (
             f"Validation AUC, gold vs {kind}",
             [(f"auc_density/{kind}", "DEnsity distance"), (f"auc_f/{kind}", "f(c,r)")],
+            0.5,
         ),
-        ("DailyDialog-Zhao dev, Spearman x100", [("zhao_dev_spearman", "DEnsity")]),
+        ("DailyDialog-Zhao dev, Spearman x100", [("zhao_dev_spearman", "DEnsity")], None),
     ]
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-    for axis, (name, series) in zip(axes, panels):
+    for axis, (name, series, chance) in zip(axes, panels):
         drawn = False
         for key, label in series:
             xs, ys = curve(evaluations, key, contexts_per_step)
@@ -59,9 +61,8 @@ def plot(evaluations: list[dict], contexts_per_step: int, kind: str, path: Path,
                 drawn = True
         if not drawn:
             axis.text(0.5, 0.5, "not logged", ha="center", va="center", transform=axis.transAxes)
-        if name.startswith("Validation AUC"):
-            # On the full scale, with chance marked: below 0.5 the model prefers the negative.
-            axis.axhline(0.5, color="grey", linestyle="--", linewidth=1, label="chance")
+        if chance is not None:  # below chance the model prefers the negative
+            axis.axhline(chance, color="grey", linestyle="--", linewidth=1, label="chance")
             axis.set_ylim(0, 1)
         axis.set_title(name, fontsize=10)
         axis.set_xlabel("contexts seen")
