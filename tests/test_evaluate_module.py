@@ -122,3 +122,37 @@ def test_checkpoint_revision_reaches_the_hub_download(tiny_checkpoint, tmp_path)
     assert run.returncode == 0, run.stderr
     assert f"checkpoint=org/tiny-density@{first}|" in run.stdout
     assert "without a pinned revision" not in run.stderr
+
+
+def test_misspelled_load_options_are_refused_with_their_names_and_the_known_ones():
+    """Unknown keywords would otherwise reach evaluate.Metric, which drops them: the bundled model
+    would score in place of the checkpoint asked for."""
+    with pytest.raises(ValueError) as raised:
+        evaluate.load(MODULE_PATH, chekpoint="/tmp/x", batchsize=0, dtpye="bfloat16", device="cpu")
+    message = str(raised.value)
+    for wrong, right in (("chekpoint", "checkpoint"), ("batchsize", "batch_size"), ("dtpye", "dtype")):
+        assert f"{wrong!r} (did you mean {right!r}?)" in message
+    assert "the options are checkpoint, checkpoint_revision, device, batch_size, dtype, max_length," in message
+    assert "cache_dir" in message and "experiment_id" in message
+
+
+def test_evaluate_metric_options_still_pass_through(tiny_checkpoint, tmp_path):
+    metric = evaluate.load(
+        MODULE_PATH,
+        checkpoint=str(tiny_checkpoint),
+        device="cpu",
+        dtype="float32",
+        config_name="default",
+        cache_dir=str(tmp_path),
+        experiment_id="options",
+        seed=3,
+        max_concurrent_cache_files=5,
+        timeout=50,
+    )
+    assert (metric.experiment_id, metric.seed, metric.max_concurrent_cache_files, metric.timeout) == (
+        "options",
+        3,
+        5,
+        50,
+    )
+    assert len(metric.compute(**PAIRS)["scores"]) == 2

@@ -3,6 +3,9 @@
 A thin wrapper: the model, batching and maths live in the ``density_metric`` package.
 """
 
+import difflib
+import inspect
+
 import datasets
 import evaluate
 
@@ -48,6 +51,8 @@ Load-time options (`evaluate.load("density", ...)`):
         "float16" (CUDA only).
     max_length (`int`, optional): most tokens per pair, default the checkpoint's (256 for
         the bundled one); the oldest context tokens are dropped first.
+    Any other keyword that is not one of `evaluate.Metric`'s own (`cache_dir`, `experiment_id`,
+    `seed`, ...) is refused with a ValueError naming it.
 
 Returns:
     scores (`list` of `float`): raw DEnsity score s(r) per row (<= 0; higher is more human-like).
@@ -72,6 +77,30 @@ Examples:
 """
 
 
+def _named_parameters(function) -> list[str]:
+    """The parameters of ``function`` that can be passed by name, ``self`` and ``**kwargs`` left out."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [name for name, p in inspect.signature(function).parameters.items() if p.kind in kinds and name != "self"]
+
+
+def check_options(given, own: list[str]) -> None:
+    """A ValueError naming every keyword in ``given`` that is neither one of ``own`` nor one of
+    evaluate.Metric's: evaluate.Metric would drop it without a word."""
+    # Read from the signature (config_name, cache_dir, ..., and the hash evaluate.load passes),
+    # so the options of another evaluate release pass too.
+    inherited = _named_parameters(evaluate.Metric.__init__)
+    unknown = [name for name in given if name not in inherited]
+    if unknown:
+        described = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, own + inherited, n=1)
+            described.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise ValueError(
+            f"evaluate.load('density'): unknown option{'s' if len(unknown) > 1 else ''} {', '.join(described)}; "
+            f"the options are {', '.join(own)}, and evaluate's own {', '.join(inherited)}"
+        )
+
+
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Density(evaluate.Metric):
     def __init__(
@@ -86,6 +115,7 @@ class Density(evaluate.Metric):
     ):
         # evaluate.load consumes `revision` for the module script itself, so the model's pin
         # needs a name of its own to reach the scorer.
+        check_options(kwargs, _named_parameters(Density.__init__))
         super().__init__(**kwargs)
         self.scorer_options = dict(
             checkpoint=checkpoint,
