@@ -1,7 +1,8 @@
 """DEnsity (Park et al., Findings of ACL 2023): how typical a dialogue response is of human conversation."""
 
-from .checkpoint_format import Checkpoint, CheckpointError, DensityConfig, load_checkpoint, save_checkpoint
+from .checkpoint_format import Checkpoint, DensityConfig, load_checkpoint, save_checkpoint
 from .checkpoint_sources import resolve_checkpoint
+from .errors import CheckpointError
 from .gaussian import GaussianAccumulator, GaussianStats, calibrate, mahalanobis
 from .pair_format import PairFormat, encode_pairs, join_context
 from .scoring import DensityResult, DensityScorer, score

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 from safetensors import SafetensorError, safe_open
 
-from .checkpoint_format import CheckpointError, read_json
+from .errors import CheckpointError, read_json
 
 WEIGHTS_FILE = "model.safetensors"
 # JSON files of the encoder and tokenizer that transformers reads, when present.

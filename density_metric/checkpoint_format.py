@@ -40,6 +40,8 @@ import numpy as np
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
+from .backbone import quiet_transformers
+from .errors import CheckpointError, read_json
 from .gaussian import ESTIMATORS, GaussianStats
 from .pair_format import PairFormat
 from .rating import INPUT_SETS, RatingHead
@@ -76,13 +78,6 @@ FEATURE_DEFINITIONS = {  # g for each (layout, pooling): what density_config.jso
 # noise about 1e-17 of the largest (bundled and untuned checkpoints): 1e-8 leaves a wide margin.
 PRECISION_SYMMETRY_RTOL = 1e-8
 PRECISION_EIGENVALUE_RTOL = 1e-8
-
-
-class CheckpointError(ValueError):
-    """A checkpoint file is missing, malformed or of an unknown version."""
-
-    def __init__(self, path: os.PathLike | str, problem: str):
-        super().__init__(f"{path}: {problem}")
 
 
 @dataclass
@@ -313,17 +308,6 @@ def load_rating(path: Path, dim: int, has_head: bool) -> RatingHead | None:
     return check_rating(*read_safetensors(path), dim, has_head, path)
 
 
-def read_json(path: Path) -> dict:
-    """The JSON object in ``path``, or a CheckpointError naming it."""
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CheckpointError(path, f"cannot be read as JSON ({err})") from None
-    if not isinstance(raw, dict):
-        raise CheckpointError(path, "must hold a JSON object")
-    return raw
-
-
 def read_safetensors(path: Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """(tensors, metadata) of a safetensors file, or a CheckpointError naming it."""
     if not path.is_file():
@@ -379,8 +363,6 @@ def save_checkpoint(
     names the package that holds them, or when ``directory`` already holds them.
     Everything is checked before the first file is written.
     """
-    from .backbone import quiet_transformers
-
     directory = Path(directory)
     has_encoder = all((directory / name).is_file() for name in ENCODER_FILES)
     if (model is None or tokenizer is None) and config.encoder_package is None and not has_encoder:

@@ -19,7 +19,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .backbone import load_backbone
-from .checkpoint_format import CheckpointError
+from .errors import CheckpointError
 from .last_layer import compute_cls_only_in_last_layer, computes_features_only
 from .pair_format import POOLINGS, PackedRow, PairFormat
 
