@@ -5,11 +5,13 @@ from .checkpoint_sources import resolve_checkpoint
 from .gaussian import GaussianAccumulator, GaussianStats, calibrate, mahalanobis
 from .pair_format import PairFormat, encode_pairs, join_context
 from .scoring import DensityResult, DensityScorer, score
+from .significance import ComparisonResult, compare
 from .version import __version__
 
 __all__ = [
     "Checkpoint",
     "CheckpointError",
+    "ComparisonResult",
     "DensityConfig",
     "DensityResult",
     "DensityScorer",
@@ -18,6 +20,7 @@ __all__ = [
     "PairFormat",
     "__version__",
     "calibrate",
+    "compare",
     "encode_pairs",
     "join_context",
     "load_checkpoint",
