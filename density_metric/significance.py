@@ -222,8 +222,9 @@ def system_table(result: ComparisonResult) -> str:
     return _text_table(header, rows)
 
 
-def pairwise_grid(result: ComparisonResult) -> str:
-    """comet-compare's grid: row system minus column system, ``*`` where p < 0.05, and a line per pair."""
+def grid_cells(result: ComparisonResult) -> list[list[str]]:
+    """comet-compare's grid, one list per row system: its name, then mean(row) - mean(column) per
+    column system, marked ``*`` where p < 0.05 (empty on the diagonal)."""
     names = [s["name"] for s in result.systems]
     rows = []
     for a in names:
@@ -235,8 +236,14 @@ def pairwise_grid(result: ComparisonResult) -> str:
             entry = result.pair(a, b)
             cells.append(f"{_signed(entry['delta'])}{'*' if entry['significant'] else ''}")
         rows.append(cells)
+    return rows
+
+
+def pairwise_grid(result: ComparisonResult) -> str:
+    """The grid of :func:`grid_cells` and a line per pair, as text."""
+    names = [s["name"] for s in result.systems]
     test = TESTS[result.pairs[0]["test"]] if result.pairs else TESTS["ar"]
-    grid = _text_table(["row - column", *names], rows)
+    grid = _text_table(["row - column", *names], grid_cells(result))
     lines = [grid, f"* p < {ALPHA} ({test}; the test that decides)", ""]
     header = ["a", "b", "delta", "95% CI", "p", "p_bs", "p_ar", "a wins", "b wins", "ties", "verdict"]
     table = [
