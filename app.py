@@ -1,10 +1,10 @@
-"""DEnsity demo for a Hugging Face Space: score replies, a whole dialogue, or a file.
+"""DEnsity demo for a Hugging Face Space: score replies, a whole dialogue, or a file; compare systems.
 
     python app.py                       # serves on http://127.0.0.1:7860 with the bundled checkpoint
     DENSITY_CHECKPOINT=org/repo python app.py
     DENSITY_CHECKPOINTS=org/a,org/b python app.py   # more choices in the checkpoint dropdown
 
-API (gradio_client): /score_replies, /score_dialogue, /score_file, /about.
+API (gradio_client): /score_replies, /score_dialogue, /score_file, /compare_files, /about.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from density_metric import DensityScorer  # noqa: E402
+from density_metric.compare_systems import compare_tables, read_system  # noqa: E402
+from density_metric.significance import ALPHA, TESTS, ComparisonResult, grid_cells  # noqa: E402
 from density_metric.tables import output_columns, read_table, score_rows, table_format, write_records  # noqa: E402
 
 logger = logging.getLogger("density_app")
@@ -32,6 +34,7 @@ MAX_TURNS = 40
 MAX_CHARS = 4000  # per text field
 MAX_CANDIDATES = 10
 MAX_ROWS = 2000  # per uploaded file
+MAX_SYSTEMS = 6  # files in one comparison
 # Per uploaded file. 2,000 rows of dialogue fit in well under 10 MB; reading a table takes about
 # 10x its size in memory, so a 120 MB upload once took 1.2 GB. launch() makes the server refuse
 # larger uploads; score_file checks again, for a demo launched another way.
@@ -66,6 +69,14 @@ def file_size(size: int) -> str:
 BATCH_HELP = (
     f"A `.jsonl` or `.csv` file with `context` (list or string) and `response`; up to {MAX_ROWS:,} rows "
     f"and {file_size(MAX_FILE_BYTES)}."
+)
+
+
+COMPARE_HELP = (
+    f"Two to {MAX_SYSTEMS} `.jsonl` or `.csv` files, one per system, with the same `context`s in the same order "
+    "and each system's `response`. A file with a `density` column (the Batch tab's output) is not scored again. "
+    f"p-values: approximate randomization ({TESTS['ar']}, 10,000 trials; it decides) and paired bootstrap "
+    "(1,000 resamples), seed 12345."
 )
 
 
@@ -141,8 +152,60 @@ def distribution_plot(scorer: DensityScorer, labels: list[str], scores: np.ndarr
     return fig
 
 
+def differences_plot(result: ComparisonResult):
+    """Each pair's mean paired difference (a - b) with its bootstrap 95 % interval; filled where p < 0.05."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pairs = result.pairs
+    fig, ax = plt.subplots(figsize=(7, 0.6 + 0.45 * len(pairs)), dpi=110)
+    for y, pair in enumerate(pairs):
+        lower, upper = pair["ci"]
+        color = "C3" if pair["significant"] else "C7"
+        ax.errorbar(
+            pair["delta"],
+            y,
+            xerr=[[pair["delta"] - lower], [upper - pair["delta"]]],
+            fmt="o",
+            color=color,
+            mfc=color if pair["significant"] else "white",
+            capsize=4,
+        )
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_yticks(range(len(pairs)), [f"{p['a']} - {p['b']}" for p in pairs])
+    ax.set_ylim(-0.7, len(pairs) - 0.3)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"mean paired difference of DEnsity scores, 95 % interval (filled: p < {ALPHA})")
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def upload_path(upload, what: str) -> Path:
+    """The path of an uploaded table, checked for its type and size before it is read."""
+    path = Path(upload if isinstance(upload, str) else upload.name)
+    try:
+        table_format(path)
+    except ValueError:
+        raise UserError(f"{path.name}: use a .jsonl or .csv file.") from None
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:  # before reading: memory grows with the file
+        raise UserError(f"{path.name} is {file_size(size)}; the demo takes {what} up to {file_size(MAX_FILE_BYTES)}.")
+    return path
+
+
+def without_paths(message: str, paths: list[Path]) -> str:
+    """A message naming uploads by their temporary paths, which mean nothing to the user: their names only."""
+    for path in paths:
+        message = message.replace(str(path), path.name)
+    return message
+
+
 # The ranked-replies table; a checkpoint with a few-shot rating head adds "predicted rating".
 RANKED_HEADERS = ["rank", "reply", "raw score", "calibrated"]
+SYSTEM_HEADERS = ["system", "n", "mean score", "95% CI low", "95% CI high", "mean calibrated"]
 
 
 def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[str, ...] = ()) -> gr.Blocks:
@@ -186,23 +249,15 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
     def score_file(upload, context_sep: str, checkpoint: str, progress=gr.Progress(track_tqdm=True)):  # noqa: B008
         if upload is None:
             raise UserError("Upload a .jsonl or .csv file with 'context' and 'response' columns.")
-        path = Path(upload if isinstance(upload, str) else upload.name)
-        try:
-            fmt = table_format(path)
-        except ValueError:
-            raise UserError(f"{path.name}: use a .jsonl or .csv file.") from None
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:  # before reading: memory grows with the file
-            raise UserError(
-                f"{path.name} is {file_size(size)}; the demo takes files up to {file_size(MAX_FILE_BYTES)}."
-            )
+        path = upload_path(upload, "files")
+        fmt = table_format(path)
         try:
             table = read_table(
                 path, fmt, context_field="context", response_field="response", context_sep=context_sep or None
             )
         except ValueError as err:
             # The message names the upload's temporary path, which means nothing to the user: keep its name only.
-            raise UserError(str(err).replace(str(path), path.name)) from None
+            raise UserError(without_paths(str(err), [path])) from None
         rows = table.rows
         if not rows:
             raise UserError(f"{path.name} has no rows.")
@@ -221,6 +276,42 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
             f"; {bad} bad row(s) kept unscored, see `density_error`." if bad else "."
         )
         return str(out), summary
+
+    @friendly
+    def compare_files(uploads, context_sep: str, checkpoint: str):
+        uploads = [upload for upload in uploads or [] if upload is not None]
+        if not 2 <= len(uploads) <= MAX_SYSTEMS:
+            raise UserError(f"Upload 2 to {MAX_SYSTEMS} files, one per system; got {len(uploads)}.")
+        paths = [upload_path(upload, "files") for upload in uploads]
+        try:
+            systems = [read_system(path, context_sep=context_sep or None) for path in paths]
+            for system in systems:
+                if len(system.rows) > MAX_ROWS:
+                    raise UserError(
+                        f"{system.path.name} has {len(system.rows):,} rows; the demo takes at most {MAX_ROWS:,}."
+                    )
+            result, _ = compare_tables(systems, lambda: scorers(checkpoint))
+        except ValueError as err:
+            raise UserError(without_paths(str(err), paths)) from None
+        table = pd.DataFrame(
+            [
+                [s["name"], s["n"], round(s["mean"], 3), round(s["ci"][0], 3), round(s["ci"][1], 3)]
+                + [None if s["calibrated_mean"] is None else round(s["calibrated_mean"], 3)]
+                for s in result.systems
+            ],
+            columns=SYSTEM_HEADERS,
+        )
+        names = [s["name"] for s in result.systems]
+        grid = pd.DataFrame(grid_cells(result), columns=["row - column", *names])
+        verdicts = [
+            f"- **{p['winner']}** is better than **{p['b'] if p['winner'] == p['a'] else p['a']}**"
+            f" (delta {p['delta']:+.3f}, p = {p['p_value']:.4f})"
+            if p["winner"]
+            else f"- {p['a']} vs {p['b']}: no significant difference (delta {p['delta']:+.3f}, p = {p['p_value']:.4f})"
+            for p in result.pairs
+        ]
+        summary = "\n".join([*verdicts, "", f"`{result.signature}`"])
+        return table, grid, differences_plot(result), summary
 
     def about(checkpoint: str):
         scorer = scorers(checkpoint)
@@ -274,6 +365,23 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
             batch_summary = gr.Markdown()
             batch_button.click(
                 score_file, [upload, separator, checkpoint], [scored, batch_summary], api_name="score_file"
+            )
+        with gr.Tab("Compare systems"):
+            gr.Markdown(COMPARE_HELP)
+            system_files = gr.File(
+                label="System files", file_count="multiple", file_types=[".jsonl", ".csv"], elem_id="system-files"
+            )
+            compare_separator = gr.Textbox(label="Split string contexts into turns on (optional)", value="")
+            compare_button = gr.Button("Compare", variant="primary")
+            system_table = gr.Dataframe(headers=SYSTEM_HEADERS, label="Systems", interactive=False)
+            grid = gr.Dataframe(label=f"Row minus column; * p < {ALPHA}", interactive=False)
+            differences = gr.Plot(label="Paired differences with 95 % intervals")
+            verdict = gr.Markdown()
+            compare_button.click(
+                compare_files,
+                [system_files, compare_separator, checkpoint],
+                [system_table, grid, differences, verdict],
+                api_name="compare_files",
             )
         with gr.Tab("About"):
             about_text = gr.Markdown()

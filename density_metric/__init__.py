@@ -6,11 +6,13 @@ from .errors import CheckpointError
 from .gaussian import GaussianAccumulator, GaussianStats, calibrate, mahalanobis
 from .pair_format import PairFormat, encode_pairs, join_context
 from .scoring import DensityResult, DensityScorer, score
+from .significance import ComparisonResult, compare
 from .version import __version__
 
 __all__ = [
     "Checkpoint",
     "CheckpointError",
+    "ComparisonResult",
     "DensityConfig",
     "DensityResult",
     "DensityScorer",
@@ -19,6 +21,7 @@ __all__ = [
     "PairFormat",
     "__version__",
     "calibrate",
+    "compare",
     "encode_pairs",
     "join_context",
     "load_checkpoint",

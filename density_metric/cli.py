@@ -1,4 +1,5 @@
-"""Command line: ``python -m density_metric score INPUT -o OUTPUT`` and ``python -m density_metric install``.
+"""Command line: ``python -m density_metric score INPUT -o OUTPUT``, ``compare A B [C ...]``
+(:mod:`density_metric.compare_systems`) and ``install``.
 
 Arguments, the torchrun start-up (one process group, one device per rank) and messages live here;
 tables are read, checked, scored and written by :mod:`density_metric.tables`. A problem with the
@@ -238,6 +239,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     progress.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     score.set_defaults(func=score_command)
+
+    from .compare_systems import add_compare_command
+
+    add_compare_command(commands, _positive_int)
 
     install = commands.add_parser(
         "install", help="install the evaluate module so evaluate.load('density') works offline"

@@ -205,6 +205,24 @@ class DensityScorer:
         features = self.features(contexts, responses) if responses else np.zeros((0, self.encoder.dim))
         return self.result(self.stats.distances(features), features)
 
+    def compare(self, contexts: Sequence, systems: dict[str, Sequence[str]], **options: Any):
+        """Score several systems' responses to the same contexts and test which is better.
+
+        Args:
+            contexts: n rows, each a list of turns (oldest first) or one string.
+            systems: ``{name: n responses}``, at least 2.
+            options: :func:`density_metric.compare`'s: ``test`` (``"ar"``, default, or ``"bs"``),
+                ``resamples`` (1,000), ``trials`` (10,000), ``seed`` (12345).
+
+        Returns:
+            A :class:`~density_metric.significance.ComparisonResult`: per system the mean score, its
+            95 % interval and the mean calibrated score; per pair the difference, its interval and
+            p-values.
+        """
+        from .compare_systems import compare_responses
+
+        return compare_responses(self, contexts, systems, **options)
+
     # ------------------------------------------------------------------ dialogues
 
     def score_dialogues(self, dialogues: Sequence[Sequence[str]], aggregate: str = "mean") -> list[dict[str, Any]]:

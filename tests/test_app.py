@@ -183,3 +183,46 @@ def test_several_clients_at_once_each_get_their_own_result(served, app_scorer, t
     assert not errors
     expected = app_scorer.score([c.splitlines() for c in contexts], ["fine thanks"] * len(contexts)).scores
     np.testing.assert_allclose([results[c] for c in contexts], expected, atol=1e-3)
+
+
+def write_system(path, responses, contexts=("hi", "how are you", "good morning", "see you")):
+    path.write_text("".join(json.dumps({"context": c, "response": r}) + "\n" for c, r in zip(contexts, responses)))
+    return handle_file(str(path))
+
+
+def test_compare_files_gives_the_table_the_grid_and_the_plot(client, app_scorer, tiny_checkpoint, tmp_path):
+    good, bad = ["hello", "fine thanks", "morning", "bye"], ["you you you", "the the", "a a a", "x x"]
+    files = [write_system(tmp_path / "good.jsonl", good), write_system(tmp_path / "bad.jsonl", bad)]
+    table, grid, plot, summary = client.predict(files, "", str(tiny_checkpoint), api_name="/compare_files")
+    contexts = [["hi"], ["how are you"], ["good morning"], ["see you"]]
+    expected = {name: app_scorer.score(contexts, replies) for name, replies in (("good", good), ("bad", bad))}
+    assert [row[0] for row in table["data"]] == ["good", "bad"]
+    np.testing.assert_allclose(
+        [row[2] for row in table["data"]], [r.scores.mean() for r in expected.values()], atol=1e-3
+    )
+    np.testing.assert_allclose(
+        [row[5] for row in table["data"]], [r.calibrated.mean() for r in expected.values()], atol=1e-3
+    )
+    delta = expected["good"].scores.mean() - expected["bad"].scores.mean()
+    assert grid["headers"] == ["row - column", "good", "bad"]
+    assert float(grid["data"][0][2].rstrip("*")) == pytest.approx(delta, abs=1e-4)
+    assert float(grid["data"][1][1].rstrip("*")) == pytest.approx(-delta, abs=1e-4)
+    assert plot["type"] == "matplotlib"
+    assert "test:ar|ar:10000|bs:1000|seed:12345|density_metric=" in summary
+
+
+def test_compare_files_names_the_differing_row_by_file_name(client, tiny_checkpoint, tmp_path):
+    files = [
+        write_system(tmp_path / "a.jsonl", ["x", "y", "z", "w"]),
+        write_system(tmp_path / "b.jsonl", ["x", "y", "z", "w"], contexts=("hi", "how are you", "other", "see you")),
+    ]
+    with pytest.raises(Exception, match=r"b\.jsonl, line 3: its context \['other'\] differs") as error:
+        client.predict(files, "", str(tiny_checkpoint), api_name="/compare_files")
+    assert str(tmp_path) not in str(error.value) and "Traceback" not in str(error.value)
+
+
+def test_compare_files_needs_two_files(client, tiny_checkpoint, tmp_path):
+    with pytest.raises(Exception, match="Upload 2 to 6 files, one per system; got 1"):
+        client.predict(
+            [write_system(tmp_path / "a.jsonl", ["x"] * 4)], "", str(tiny_checkpoint), api_name="/compare_files"
+        )

@@ -1,4 +1,4 @@
-"""One real-browser test: Debian's Chromium, driven by Playwright, types, clicks Score, reads the number.
+"""Real-browser tests: Debian's Chromium, driven by Playwright, types or uploads, clicks, reads the result.
 
 Skipped where /usr/bin/chromium or the playwright package is missing (CI does not install a
 browser); never downloads one. Run it with: pytest tests/test_app_browser.py
@@ -59,5 +59,41 @@ def test_typing_and_clicking_score_shows_the_score_in_the_browser(tiny_checkpoin
         best = f"{np.max(scores):.3f}".rstrip("0").rstrip(".")
         capture(f"http://127.0.0.1:{port}/", "hi\nhow are you", "\n".join(replies), best, tmp_path / "app.png")
         assert (tmp_path / "app.png").stat().st_size > 10_000
+    finally:
+        demo.close()
+
+
+def test_uploading_two_systems_shows_the_comparison_in_the_browser(tiny_checkpoint, tmp_path):
+    import json
+
+    from app import build_demo
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    paths = []
+    for name, replies in (("first", ["hello", "fine thanks"]), ("second", ["x x x", "y y y"])):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(
+            "".join(json.dumps({"context": c, "response": r}) + "\n" for c, r in zip(["hi", "bye"], replies))
+        )
+        paths.append(str(path))
+    demo = build_demo(str(tiny_checkpoint))
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        with playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 1100})
+                page.goto(f"http://127.0.0.1:{port}/")
+                page.get_by_role("tab", name="Compare systems").click()
+                page.locator("#system-files input[type=file]").set_input_files(paths)
+                page.get_by_role("button", name="Compare", exact=True).click()
+                page.locator(":text('seed:12345'):visible").first.wait_for(timeout=60_000)
+                assert page.locator(":text-is('row - column'):visible").count() >= 1
+                page.screenshot(path=str(tmp_path / "compare.png"), full_page=True)
+            finally:
+                browser.close()
+        assert (tmp_path / "compare.png").stat().st_size > 10_000
     finally:
         demo.close()

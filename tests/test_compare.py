@@ -1,0 +1,150 @@
+"""Comparing systems: ``python -m density_metric compare`` and ``DensityScorer.compare``, with the tiny checkpoint."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from density_metric import compare
+from density_metric.cli import main
+
+from .test_cli import error_line, write_jsonl
+
+CONTEXTS = [["hi", "how are you"], ["what is the weather"], ["see you tomorrow"], ["good morning"]]
+GOOD = ["fine thanks", "nice and sunny", "see you", "morning"]
+BAD = ["you you you", "the the the", "see see see", "good good good"]
+
+
+def system_rows(responses, contexts=CONTEXTS):
+    return [{"id": i, "context": c, "response": r} for i, (c, r) in enumerate(zip(contexts, responses))]
+
+
+def run_compare(tiny_checkpoint, *args):
+    options = ["--checkpoint", str(tiny_checkpoint), "--device", "cpu", "--dtype", "float32"]
+    return main(["compare", *map(str, args), *options, "--resamples", "200", "--trials", "500"])
+
+
+@pytest.fixture
+def two_systems(tmp_path):
+    write_jsonl(tmp_path / "good.jsonl", system_rows(GOOD))
+    write_jsonl(tmp_path / "bad.jsonl", system_rows(BAD))
+    return tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
+
+
+def test_json_output_has_the_documented_shape_and_the_scorers_numbers(
+    tiny_checkpoint, tiny_scorer, two_systems, tmp_path, capsys
+):
+    assert run_compare(tiny_checkpoint, *two_systems, "--json", tmp_path / "out.json") == 0
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert set(out) == {"systems", "pairs", "signature"}
+    assert [s["name"] for s in out["systems"]] == ["good", "bad"]
+    for system in out["systems"]:
+        assert {"name", "n", "mean", "ci", "calibrated_mean"} <= set(system) and len(system["ci"]) == 2
+    (pair,) = out["pairs"]
+    assert {"a", "b", "delta", "ci", "p_value", "test", "wins_a", "wins_b", "ties"} <= set(pair)
+    good = tiny_scorer.score(CONTEXTS, GOOD)
+    bad = tiny_scorer.score(CONTEXTS, BAD)
+    assert out["systems"][0]["mean"] == pytest.approx(good.scores.mean(), rel=1e-5)
+    assert out["systems"][1]["calibrated_mean"] == pytest.approx(bad.calibrated.mean(), rel=1e-5)
+    assert pair["delta"] == pytest.approx(good.scores.mean() - bad.scores.mean(), rel=1e-5)
+    assert pair["wins_a"] == np.mean(good.scores > bad.scores)
+    assert out["signature"].startswith("test:ar|ar:500|bs:200|seed:12345|density_metric=")
+    printed = capsys.readouterr().out
+    assert "row - column" in printed and out["signature"] in printed
+
+
+def test_names_option_names_the_systems(tiny_checkpoint, two_systems, tmp_path):
+    run_compare(tiny_checkpoint, *two_systems, "--names", "base,tuned", "--json", tmp_path / "out.json")
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert [s["name"] for s in out["systems"]] == ["base", "tuned"]
+    assert (out["pairs"][0]["a"], out["pairs"][0]["b"]) == ("base", "tuned")
+
+
+def test_a_differing_context_is_an_error_naming_the_row(tiny_checkpoint, tmp_path, capsys):
+    write_jsonl(tmp_path / "a.jsonl", system_rows(GOOD))
+    write_jsonl(tmp_path / "b.jsonl", system_rows(BAD, [*CONTEXTS[:2], ["something else"], CONTEXTS[3]]))
+    line = error_line(capsys, run_compare, tiny_checkpoint, tmp_path / "a.jsonl", tmp_path / "b.jsonl")
+    assert f"{tmp_path / 'b.jsonl'}, line 3: its context ['something else'] differs from" in line
+    assert f"{tmp_path / 'a.jsonl'}, line 3" in line
+
+
+def test_a_missing_row_is_an_error_naming_the_first_row_without_a_counterpart(tiny_checkpoint, tmp_path, capsys):
+    write_jsonl(tmp_path / "a.jsonl", system_rows(GOOD))
+    write_jsonl(tmp_path / "b.jsonl", system_rows(BAD[:3]))
+    line = error_line(capsys, run_compare, tiny_checkpoint, tmp_path / "a.jsonl", tmp_path / "b.jsonl")
+    assert f"{tmp_path / 'a.jsonl'}, line 4: {tmp_path / 'b.jsonl'} ends before this row (3 rows against 4)" in line
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["only.jsonl"], "at least 2 system files"),
+        (["a.jsonl", "missing.jsonl"], "missing.jsonl: no such file"),
+        (["a.jsonl", "a.jsonl"], "'a' names two systems"),
+        (["a.jsonl", "b.jsonl", "--names", "x"], "--names gives 1 names for 2 system files"),
+    ],
+)
+def test_bad_arguments_are_one_error_line(tiny_checkpoint, tmp_path, capsys, monkeypatch, args, message):
+    write_jsonl(tmp_path / "a.jsonl", system_rows(GOOD))
+    write_jsonl(tmp_path / "b.jsonl", system_rows(BAD))
+    write_jsonl(tmp_path / "only.jsonl", system_rows(BAD))
+    monkeypatch.chdir(tmp_path)
+    assert message in error_line(capsys, run_compare, tiny_checkpoint, *args)
+
+
+def test_a_bad_row_is_an_error_naming_it(tiny_checkpoint, tmp_path, capsys):
+    write_jsonl(tmp_path / "a.jsonl", system_rows(GOOD))
+    rows = system_rows(BAD)
+    del rows[1]["response"]
+    write_jsonl(tmp_path / "b.jsonl", rows)
+    line = error_line(capsys, run_compare, tiny_checkpoint, tmp_path / "a.jsonl", tmp_path / "b.jsonl")
+    assert f"{tmp_path / 'b.jsonl'}, line 2: missing field 'response'" in line
+
+
+def test_files_with_a_score_column_are_not_scored_again(tmp_path, capsys):
+    """No checkpoint is loaded (the one named does not exist) and the stored scores are used."""
+    a_scores, b_scores = [1.0, 2.0, 3.0, 4.0], [0.5, 2.5, 1.0, 3.0]
+    write_jsonl(tmp_path / "a.jsonl", [{**row, "s": s} for row, s in zip(system_rows(GOOD), a_scores)])
+    with open(tmp_path / "b.csv", "w", newline="") as handle:  # CSV: the scores are text
+        writer = csv.DictWriter(handle, ["context", "response", "s"])
+        writer.writeheader()
+        for row, s in zip(system_rows(BAD), b_scores):
+            writer.writerow({"context": json.dumps(row["context"]), "response": row["response"], "s": s})
+    args = [tmp_path / "a.jsonl", tmp_path / "b.csv", "--score-field", "s", "--json", tmp_path / "out.json"]
+    assert main(["compare", *map(str, args), "--checkpoint", str(tmp_path / "no-such-checkpoint")]) == 0
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert out["pairs"][0]["delta"] == pytest.approx(np.mean(a_scores) - np.mean(b_scores))
+    assert out["systems"][0]["calibrated_mean"] is None
+    assert out["signature"] == "test:ar|ar:10000|bs:1000|seed:12345"
+
+
+def test_a_stored_score_that_is_not_a_number_is_an_error_naming_the_row(tmp_path, capsys):
+    write_jsonl(tmp_path / "a.jsonl", [{**row, "density": 1.0} for row in system_rows(GOOD)])
+    rows = [{**row, "density": 1.0} for row in system_rows(BAD)]
+    rows[2]["density"] = None  # a row `score --on-error skip` left unscored
+    write_jsonl(tmp_path / "b.jsonl", rows)
+    line = error_line(capsys, main, ["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")])
+    assert f"{tmp_path / 'b.jsonl'}, line 3: 'density' is None, not a score" in line
+
+
+def test_the_seed_reproduces_the_output(tiny_checkpoint, two_systems, tmp_path):
+    for name in ("one", "two"):
+        run_compare(tiny_checkpoint, *two_systems, "--seed", "5", "--json", tmp_path / f"{name}.json")
+    assert (tmp_path / "one.json").read_text() == (tmp_path / "two.json").read_text()
+
+
+def test_scorer_compare_equals_compare_on_its_scores(tiny_scorer):
+    result = tiny_scorer.compare(CONTEXTS, {"good": GOOD, "bad": BAD}, resamples=100, trials=100)
+    expected = compare(
+        {"good": tiny_scorer.score(CONTEXTS, GOOD).scores, "bad": tiny_scorer.score(CONTEXTS, BAD).scores},
+        resamples=100,
+        trials=100,
+    )
+    assert result.pairs == expected.pairs
+    assert result.signature == expected.signature + "|" + tiny_scorer.signature
+
+
+def test_scorer_compare_names_the_system_with_a_bad_response(tiny_scorer):
+    with pytest.raises(ValueError, match=r"systems\['bad'\]: responses\[1\] must be a string"):
+        tiny_scorer.compare(CONTEXTS, {"good": GOOD, "bad": ["a", None, "c", "d"]})

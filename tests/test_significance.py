@@ -1,0 +1,160 @@
+"""Paired significance tests (density_metric.significance) against a plain float64 loop and scipy."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from density_metric import compare
+from density_metric.significance import bootstrap_indices
+
+
+def systems(n=400, shift=0.0, noise=1.0, seed=0):
+    """Two systems on the same n rows: b = a + shift + noise, per-row scores that vary by row."""
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=n)
+    return a, a + shift + rng.normal(scale=noise, size=n)
+
+
+def loop_reference(a, b, resamples, trials, seed):
+    """sacrebleu's procedure written out one resample and one trial at a time, ties counted (>=)."""
+    n = len(a)
+    delta = abs(np.mean(a) - np.mean(b))
+    indices = np.random.default_rng(seed).choice(n, size=(resamples, n), replace=True)  # sacrebleu's draw
+    means_a = [np.mean([a[i] for i in row]) for row in indices]
+    means_b = [np.mean([b[i] for i in row]) for row in indices]
+    spread = [abs(x - y) for x, y in zip(means_a, means_b)]
+    centre = sum(spread) / resamples
+    p_bs = (sum(s - centre >= delta for s in spread) + 1) / (resamples + 1)
+    swaps = np.random.default_rng(seed).integers(2, size=(trials, n), dtype=bool)  # sacrebleu's draw
+    count = 0
+    for swap in swaps:
+        x = np.where(swap, b, a)
+        y = np.where(swap, a, b)
+        count += abs(np.mean(x) - np.mean(y)) >= delta
+    p_ar = (count + 1) / (trials + 1)
+    lower = resamples // 40
+
+    def ci(values):
+        ordered = sorted(values)
+        return [ordered[lower], ordered[resamples - lower - 1]]
+
+    return {
+        "p_bs": p_bs,
+        "p_ar": p_ar,
+        "ci_a": ci(means_a),
+        "ci_delta": ci([x - y for x, y in zip(means_a, means_b)]),
+    }
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.05, 0.15])
+def test_p_values_and_intervals_equal_a_plain_loop_at_the_same_seed(shift):
+    a, b = systems(n=203, shift=shift, seed=3)  # 203 rows: blocks of the swap matrix do not divide it
+    result = compare({"a": a, "b": b}, resamples=300, trials=700, seed=7)
+    reference = loop_reference(a, b, 300, 700, 7)
+    pair = result.pairs[0]
+    assert pair["p_bootstrap"] == pytest.approx(reference["p_bs"], abs=1e-12)
+    assert pair["p_randomization"] == pytest.approx(reference["p_ar"], abs=1e-12)
+    np.testing.assert_allclose(result.systems[0]["ci"], reference["ci_a"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(pair["ci"], reference["ci_delta"], rtol=0, atol=1e-12)
+    assert pair["delta"] == pytest.approx(np.mean(a) - np.mean(b), abs=1e-12)
+
+
+def test_swap_blocks_draw_the_same_swaps_as_one_matrix(monkeypatch):
+    """Many small blocks of the randomization matrix give sacrebleu's single draw, bit for bit."""
+    from density_metric import significance
+
+    a, b = systems(n=77, shift=0.1, seed=4)
+    whole = compare([a, b], resamples=50, trials=500, seed=1)
+    monkeypatch.setattr(significance, "_CHUNK_VALUES", 77 * 5)  # 32-row blocks (the smallest)
+    blocked = compare([a, b], resamples=50, trials=500, seed=1)
+    assert blocked.pairs == whole.pairs and blocked.systems == whole.systems
+
+
+def test_bootstrap_indices_are_sacrebleus_draw():
+    expected = np.random.default_rng(12345).choice(1001, size=(20, 1001), replace=True)
+    np.testing.assert_array_equal(bootstrap_indices(1001, 20), expected)
+
+
+def test_p_values_agree_with_scipy_permutation_test_and_one_sided_t_test():
+    a, b = systems(n=1000, shift=0.0, seed=5)  # a small observed difference: p near 0.1
+    pair = compare({"a": a, "b": b}).pairs[0]
+    t_test = stats.ttest_rel(a, b).pvalue  # two-sided
+    permutation = stats.permutation_test(
+        (a, b),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        permutation_type="samples",
+        n_resamples=10000,
+        vectorized=True,
+        random_state=0,
+    ).pvalue
+    assert 0.02 < t_test < 0.3  # the case is not at either end, where any test agrees
+    assert pair["p_randomization"] == pytest.approx(permutation, abs=0.015)
+    # sacrebleu's bootstrap asks about the observed direction only: about the one-sided p.
+    assert pair["p_bootstrap"] == pytest.approx(t_test / 2, abs=0.015)
+
+
+def test_interval_agrees_with_scipy_bootstrap():
+    a, b = systems(n=500, shift=0.1, seed=6)
+    result = compare({"a": a, "b": b}, resamples=4000)
+    reference = stats.bootstrap((a,), np.mean, n_resamples=4000, method="percentile", random_state=0)
+    interval = reference.confidence_interval
+    width = interval.high - interval.low
+    np.testing.assert_allclose(result.systems[0]["ci"], [interval.low, interval.high], atol=0.05 * width)
+    paired = stats.bootstrap(
+        (a, b), lambda x, y: np.mean(x) - np.mean(y), paired=True, n_resamples=4000, method="percentile", random_state=0
+    ).confidence_interval
+    np.testing.assert_allclose(result.pairs[0]["ci"], [paired.low, paired.high], atol=0.05 * (paired.high - paired.low))
+
+
+def test_identical_systems_are_not_significant():
+    a, _ = systems(n=300)
+    pair = compare({"a": a, "b": a.copy()}).pairs[0]
+    assert pair["p_bootstrap"] == 1.0 and pair["p_randomization"] == 1.0
+    assert pair["delta"] == 0.0 and pair["ties"] == 1.0 and pair["winner"] is None
+
+
+def test_a_shifted_system_is_significant_under_both_tests():
+    a, b = systems(n=300, shift=0.3, noise=0.5)
+    for test in ("bs", "ar"):
+        pair = compare({"base": a, "better": b}, test=test).pairs[0]
+        assert pair["p_value"] < 0.01 and pair["test"] == test
+        assert pair["winner"] == "better" and pair["delta"] < 0 and pair["ci"][1] < 0
+
+
+def test_wins_and_ties_are_shares_of_rows():
+    pair = compare({"a": [1.0, 2.0, 3.0, 4.0], "b": [0.0, 2.0, 5.0, 1.0]}, resamples=10, trials=10).pairs[0]
+    assert (pair["wins_a"], pair["wins_b"], pair["ties"]) == (0.5, 0.25, 0.25)
+
+
+def test_the_seed_reproduces_every_number_and_names_itself_in_the_signature():
+    a, b = systems(n=100, shift=0.1)
+    first = compare({"a": a, "b": b}, seed=3, resamples=200, trials=300).to_dict()
+    again = compare({"a": a, "b": b}, seed=3, resamples=200, trials=300).to_dict()
+    other = compare({"a": a, "b": b}, seed=4, resamples=200, trials=300).to_dict()
+    assert first == again and first != other
+    assert first["signature"] == "test:ar|ar:300|bs:200|seed:3"
+
+
+def test_every_pair_of_three_systems_is_compared_once_in_input_order():
+    a, b = systems(n=50)
+    result = compare([a, b, a + 1], names=["x", "y", "z"], resamples=20, trials=20)
+    assert [(p["a"], p["b"]) for p in result.pairs] == [("x", "y"), ("x", "z"), ("y", "z")]
+    swapped = result.pair("z", "x")
+    assert swapped["delta"] == pytest.approx(1.0) and swapped["ci"][0] == pytest.approx(1.0)
+    assert "z is better" in result.format()
+
+
+@pytest.mark.parametrize(
+    "scores, options, message",
+    [
+        ({"a": [1.0, 2.0]}, {}, "at least 2 systems"),
+        ({"a": [1.0, 2.0], "b": [1.0]}, {}, r"scores\['b'\] has 1 rows but scores\['a'\] has 2"),
+        ({"a": [1.0, float("nan")], "b": [1.0, 2.0]}, {}, r"scores\['a'\]\[1\] is nan"),
+        ([[1.0], [2.0]], {"names": ["a", "a"]}, "'a' names two systems"),
+        ({"a": [1.0], "b": [2.0]}, {"test": "t"}, "test must be one of"),
+        ({"a": [1.0], "b": [2.0]}, {"resamples": 0}, "resamples must be a positive integer"),
+    ],
+)
+def test_bad_input_is_a_value_error_naming_the_problem(scores, options, message):
+    with pytest.raises(ValueError, match=message):
+        compare(scores, **options)
