@@ -173,11 +173,10 @@ def fit_command(args) -> None:
 
 def load_dev_judgments(data_dir: str):
     """DailyDialog-Zhao's first 20 % (the authors' validation rows, protocol ``dev`` of
-    benchmarks/sets.py, read from the checkout) as validation human judgments."""
+    train/judgments.py) as validation human judgments."""
     import numpy as np
 
-    from benchmarks.sets import apply_protocol, context_of, load_sets
-
+    from .judgments import apply_protocol, context_of, load_sets
     from .validation import DevJudgments
 
     [zhao] = load_sets(data_dir, ["dailydialog_zhao"])
@@ -538,7 +537,7 @@ def build_parser() -> argparse.ArgumentParser:
     negatives.add_argument(
         "--dev-judgments",
         default=None,
-        help="shared data folder with zhao2020/: validate on DailyDialog-Zhao's first 20 %% (from the checkout)",
+        help="shared data folder with zhao2020/: validate on DailyDialog-Zhao's first 20 %%",
     )
     speed = train.add_argument_group("speed")
     speed.add_argument(

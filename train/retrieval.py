@@ -5,7 +5,7 @@ An utterance's neighbours are the other utterances of the same pool (a split's u
 non-padding tokens, L2-normalised) are closest by cosine similarity. Following GRADE (Huang
 et al. 2020), such look-alikes make harder negatives than random utterances. Left out, because
 they would be false negatives: the utterance itself, its normalised copies (same text once
-lowercased with punctuation and whitespace removed, see :func:`train.negatives.normalise`) and
+lowercased with punctuation and whitespace removed, see :func:`train.data.normalise`) and
 every neighbour above a similarity ceiling (near-duplicates and paraphrases).
 
 The index is computed once per pool and cached as safetensors (never pickle)::
@@ -69,7 +69,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .negatives import normalise
+from .data import normalise
 
 logger = logging.getLogger(__name__)
 
