@@ -4,7 +4,7 @@ import re
 
 from density_metric.pair_format import PairFormat
 from train.card import card_fields, compute_description, render_card
-from train.loop import TrainConfig
+from train.config import TrainConfig
 
 METRICS = {"recall_at_1": 0.5, "mrr": 0.6}
 

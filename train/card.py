@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from string import Template
 
+from density_metric.cli import fail
+
 from .model import BACKBONE_HUB_IDS
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "hub_card" / "model_card.md"
@@ -94,8 +96,8 @@ def kept_description(metrics: dict) -> str:
 def check_template() -> None:
     """Fail before training, not after it, where the card's template cannot be read."""
     if not TEMPLATE.is_file():
-        raise SystemExit(
-            f"error: {TEMPLATE}: the model card template is missing. `python -m train train` renders the "
+        fail(
+            f"{TEMPLATE}: the model card template is missing. `python -m train train` renders the "
             "card from hub_card/model_card.md of a density checkout: install it with `pip install -e .`"
         )
 
