@@ -9,7 +9,18 @@ from density_metric.cli import fail
 
 from .model import BACKBONE_HUB_IDS
 
-TEMPLATE = Path(__file__).resolve().parents[1] / "hub_card" / "model_card.md"
+
+def _card_folder() -> Path:
+    """``hub_card/``: inside the installed package (the wheel ships it as ``density_train/hub_card``),
+    else the checkout's top-level folder (``python -m train`` from a checkout, or an editable install)."""
+    here = Path(__file__).resolve().parent
+    for folder in (here / "hub_card", here.parent / "hub_card"):
+        if folder.is_dir():
+            return folder
+    return here.parent / "hub_card"
+
+
+TEMPLATE = _card_folder() / "model_card.md"
 DATASETS = {
     "dailydialog": (
         "li2017dailydialog/daily_dialog",
@@ -98,7 +109,7 @@ def check_template() -> None:
     if not TEMPLATE.is_file():
         fail(
             f"{TEMPLATE}: the model card template is missing. `python -m train train` renders the "
-            "card from hub_card/model_card.md of a density checkout: install it with `pip install -e .`"
+            "card from hub_card/model_card.md, which the density-metric package ships: reinstall it"
         )
 
 
