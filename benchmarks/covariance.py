@@ -19,9 +19,9 @@ from scipy.stats import mannwhitneyu, spearmanr
 from density_metric import DensityScorer
 from density_metric.gaussian import ESTIMATORS, GaussianAccumulator, mahalanobis, precision_matrix, shrunk_covariance
 from train.corpora import load_dailydialog, response_pairs
+from train.judgments import apply_protocol, context_of, load_sets
 
 from .probes import make_probes
-from .sets import apply_protocol, context_of, load_sets
 
 
 def main(argv=None) -> None:

@@ -3,7 +3,7 @@
     python -m benchmarks.few_shot --checkpoint default --out results/few-shot-bundled
 
 The head (``python -m train calibrate``) learns from the set's first 20 % of rows (the
-``dev`` protocol of :mod:`benchmarks.sets`: the authors' validation rows, ground truth dropped,
+``dev`` protocol of :mod:`train.judgments`: the authors' validation rows, ground truth dropped,
 MAD-filtered ratings) and is tested on the last 80 % (the ``paper`` protocol), as Zhao et al.
 (ACL 2020) did with 720 training ratings. Writes ``few_shot.json`` and ``few_shot.md``: Pearson and
 Spearman (x100) of the predicted ratings, of the plain DEnsity score on the same rows, and Zhao
@@ -17,8 +17,10 @@ import json
 import tempfile
 from pathlib import Path
 
+from train.judgments import apply_protocol, context_of, load_sets
+
 from .human_correlation import correlation
-from .sets import PUBLISHED, apply_protocol, context_of, load_sets
+from .sets import PUBLISHED
 
 SET = "dailydialog_zhao"
 

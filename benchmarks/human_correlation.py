@@ -4,7 +4,7 @@
 
 Reads every ``*.normalized.jsonl`` under ``--data-dir``, scores it with the checkpoint and
 the baselines on the same rows, and writes ``human_correlation.md``, ``human_correlation.json``
-and PNG figures to ``--out``. Two protocols are reported by default (see ``benchmarks/sets.py``):
+and PNG figures to ``--out``. Two protocols are reported by default (see ``train/judgments.py``):
 ``full`` (every row) and ``paper`` (the DEnsity paper's filtering); ``--protocols full paper dev``
 adds ``dev`` (the Zhao sets' first 20 %, for model selection), reported for the sets that have it.
 """
@@ -23,10 +23,11 @@ from scipy.stats import pearsonr, spearmanr
 
 from density_metric import DensityScorer
 from train.corpora import load_dailydialog
+from train.judgments import PROTOCOLS, JudgmentSet, apply_protocol, context_of, has_protocol, load_sets
 
 from .baselines import WEIGHTS_ROOT, available_columns
 from .probes import PROBES, make_probes
-from .sets import PAPER_DENSITY, PROTOCOLS, PUBLISHED, JudgmentSet, apply_protocol, context_of, has_protocol, load_sets
+from .sets import PAPER_DENSITY, PUBLISHED
 
 DEFAULT_PROTOCOLS = ("full", "paper")
 

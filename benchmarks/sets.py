@@ -1,28 +1,6 @@
-"""Human-judgment sets in the shared ``*.normalized.jsonl`` schema, and the two protocols.
+"""Published correlations (x100) with the human-judgment sets of :mod:`train.judgments`, for the
+reference columns of the meta-evaluation tables."""
 
-- ``full``: every row of the set, scored against its mean human rating (``score``).
-- ``paper``: the DEnsity paper's protocol: ground-truth rows dropped; for the Zhao sets
-  the MAD-filtered rating (``score_density``) and only the last 80 % of rows (the first
-  20 % were the authors' validation part).
-- ``dev``: that validation part: the first 20 % of a Zhao set's rows, with the same filtering
-  and rating as ``paper``, for choosing among checkpoints without touching ``paper``'s rows.
-  ``dev`` and ``paper`` partition a Zhao set's non-ground-truth rows. Sets without such a
-  split (every set but the ``*_zhao`` ones) have no ``dev`` protocol (:func:`has_protocol`).
-"""
-
-from __future__ import annotations
-
-import json
-import re
-from dataclasses import dataclass, field
-from pathlib import Path
-
-import numpy as np
-
-GROUND_TRUTH = re.compile(r"ground.?truth", re.IGNORECASE)
-PROTOCOLS = ("full", "paper", "dev")
-# Sets whose name ends so have the authors' validation/test split (first 20 % / last 80 % of rows).
-SPLIT_SUFFIX = "_zhao"
 # DEnsity's published numbers (x100), for a clearly labelled reference column only.
 PAPER_DENSITY = {
     "dailydialog_zhao": {"pearson": 56.81, "spearman": 57.03},
@@ -36,78 +14,3 @@ PUBLISHED = {
     "USR-Retrieval (in the DEnsity paper)": {"dailydialog_zhao": {"pearson": 48.77, "spearman": 51.61}},
     "Zhao et al. 2020, RoBERTa, supervised": {"dailydialog_zhao": {"pearson": 62.0, "spearman": 64.0}},
 }
-
-
-@dataclass
-class JudgmentSet:
-    """Rows of one human-judgment set (``level`` is ``turn`` or ``dialogue``)."""
-
-    name: str
-    rows: list[dict]
-    level: str = "turn"
-    notes: list[str] = field(default_factory=list)
-
-
-def load_sets(data_dir: str | Path, names: list[str] | None = None) -> list[JudgmentSet]:
-    """Every ``*.normalized.jsonl`` below ``data_dir``, named after its file (``dailydialog_zhao``...)."""
-    sets = []
-    for path in sorted(Path(data_dir).rglob("*.normalized.jsonl")):
-        name = path.name.removesuffix(".normalized.jsonl")
-        if names and name not in names:
-            continue
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        level = "dialogue" if rows and rows[0].get("level") == "dialogue" else "turn"
-        sets.append(JudgmentSet(name, rows, level))
-    return sets
-
-
-def mad_filtered_mean(ratings, low: float = 1.0, high: float = 5.0) -> float:
-    """Mean of the ratings within median +- 1.4826 * MAD, scaled from [low, high] to [0, 1]."""
-    ratings = np.asarray(ratings, dtype=float)
-    median = np.median(ratings)
-    spread = 1.4826 * np.median(np.abs(ratings - median))
-    kept = ratings[np.abs(ratings - median) <= spread]
-    return float(np.mean((kept - low) / (high - low)))
-
-
-def is_ground_truth(row: dict) -> bool:
-    return bool(GROUND_TRUTH.search(str(row.get("system") or "")))
-
-
-def has_protocol(judgments: JudgmentSet | str, protocol: str) -> bool:
-    """Whether ``protocol`` is defined for the set: ``dev`` only for sets with the authors' split."""
-    name = judgments if isinstance(judgments, str) else judgments.name
-    return protocol != "dev" or name.endswith(SPLIT_SUFFIX)
-
-
-def apply_protocol(judgments: JudgmentSet, protocol: str) -> tuple[np.ndarray, np.ndarray]:
-    """Indices of the rows kept under ``protocol`` and their human scores (see the module docstring).
-
-    Raises ValueError for an unknown protocol, or ``dev`` on a set without a validation split.
-    """
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
-    if not has_protocol(judgments, protocol):
-        raise ValueError(
-            f"protocol {protocol!r} is not defined for {judgments.name}: it has no validation split "
-            f"(only the *{SPLIT_SUFFIX} sets have one)"
-        )
-    rows = judgments.rows
-    index = np.arange(len(rows))
-    if protocol == "full":
-        return index, np.array([row["score"] for row in rows], dtype=float)
-    key = "score"
-    if judgments.name.endswith(SPLIT_SUFFIX):
-        test_start = len(rows) - int(len(rows) * 0.8)
-        index, key = (index[test_start:] if protocol == "paper" else index[:test_start]), "score_density"
-    index = np.array([i for i in index if not is_ground_truth(rows[i])], dtype=int)
-    return index, np.array([rows[i][key] for i in index], dtype=float)
-
-
-def context_of(row: dict, with_facts: bool) -> list[str]:
-    """The row's context turns; persona or fact lines first when ``with_facts`` (as the authors did for USR)."""
-    context = list(row["context"])
-    facts = row.get("fact")
-    if with_facts and facts:
-        context = (facts if isinstance(facts, list) else [facts]) + context
-    return context

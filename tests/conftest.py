@@ -59,3 +59,33 @@ def tiny_scorer(tiny_checkpoint):
     from density_metric import DensityScorer
 
     return DensityScorer(str(tiny_checkpoint), device="cpu", dtype="float32", batch_size=8)
+
+
+@pytest.fixture(scope="module")
+def backbone(tmp_path_factory):
+    """A tiny encoder to train (tests/test_training.py, tests/test_resume.py), without dropout, so runs are deterministic across process layouts."""
+    directory = tmp_path_factory.mktemp("backbone")
+    model, tokenizer = build_tiny_encoder(directory)
+    model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = 0.0
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture
+def train_cli_error(capsys):
+    """Run ``python -m train`` (in-process) on argv that must fail as a user error: exit code 2 and
+    one ``error: ...`` line on stderr, no traceback. Returns that line."""
+    from train.__main__ import main
+
+    def run(argv: list[str]) -> str:
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as stop:
+            main([str(arg) for arg in argv])
+        err = capsys.readouterr().err
+        assert stop.value.code == 2, err
+        errors = [line for line in err.splitlines() if line.startswith("error: ")]
+        assert len(errors) == 1 and "Traceback" not in err, err
+        return errors[0]
+
+    return run

@@ -346,7 +346,7 @@ def test_unknown_system_is_refused():
 
 def test_meta_evaluation_blends_bert_ruber_only_on_sets_with_references(ruber):
     from benchmarks.human_correlation import evaluate_turn_set
-    from benchmarks.sets import JudgmentSet
+    from train.judgments import JudgmentSet
 
     rng = np.random.default_rng(0)
     rows = [

@@ -1,10 +1,16 @@
 """The model card states the run's recipe (negatives, layout, contrastive exclusions, selection) and its cost."""
 
+import os
 import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
 
 from density_metric.pair_format import PairFormat
 from train.card import card_fields, compute_description, render_card
-from train.loop import TrainConfig
+from train.config import TrainConfig
 
 METRICS = {"recall_at_1": 0.5, "mrr": 0.6}
 
@@ -82,3 +88,45 @@ def test_the_card_states_the_compute_the_kept_step_and_the_pooled_feature():
     assert "The kept checkpoint is the one evaluated after step 1,584; there, DailyDialog-Zhao `dev`" in text
     assert "Pearson / Spearman x100 50.13 / 48.64." in text
     assert "the mean of this model's final-layer states over the response's block" in text
+
+
+def test_the_wheel_ships_the_card_templates_where_the_card_code_finds_them(tmp_path):
+    """An installed package (not a checkout) can write a card: the wheel holds hub_card/ inside
+    density_train, and train.card's TEMPLATE points there."""
+    root = Path(__file__).resolve().parents[1]
+    source = tmp_path / "source"  # a copy, so that the build leaves nothing in the checkout
+    tracked = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True).stdout
+    for name in tracked.splitlines():
+        if name.split("/")[0] in ("pyproject.toml", "README.md", "density_metric", "train", "hub_card"):
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / name, source / name)
+    build = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            tmp_path / "wheel",
+            ".",
+        ],
+        cwd=source,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert build.returncode == 0, build.stderr
+    [wheel] = (tmp_path / "wheel").glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        assert {"density_train/hub_card/model_card.md", "density_train/hub_card/space_README.md"} <= names
+        archive.extractall(tmp_path / "installed")
+    code = "import density_train.card as card; card.check_template(); print(card.TEMPLATE)"
+    # cwd and PYTHONPATH: the unpacked wheel comes first, before the checkout and any editable install
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "installed")}
+    found = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert found.returncode == 0, found.stderr
+    assert Path(found.stdout.strip()) == tmp_path / "installed" / "density_train" / "hub_card" / "model_card.md"

@@ -97,10 +97,8 @@ def test_negatives_never_include_the_gold_or_a_context_turn_and_are_seeded():
     assert epoch_negatives(data, 3, 42, epoch=1, resample=True) != negatives
 
 
-def test_train_cli_names_the_missing_corpus_option():
-    from train.__main__ import main
-
-    with pytest.raises(SystemExit, match="--corpus dailydialog needs --data-dir"):
-        main(["fit", "--out", "unused"])
-    with pytest.raises(SystemExit, match="--corpus jsonl needs --valid-file"):
-        main(["train", "--corpus", "jsonl", "--train-file", "a.jsonl", "--out", "unused"])
+def test_train_cli_names_the_missing_corpus_option(train_cli_error):
+    assert "--corpus dailydialog needs --data-dir" in train_cli_error(["fit", "--out", "unused"])
+    assert "--corpus jsonl needs --valid-file" in train_cli_error(
+        ["train", "--corpus", "jsonl", "--train-file", "a.jsonl", "--out", "unused"]
+    )

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from train.corpora import response_pairs_with_dialogues
-from train.data import SelectionData, epoch_negatives
+from train.data import SelectionData, epoch_negatives, normalise
 from train.negatives import (
     CONTEXT_KINDS,
     KINDS,
@@ -16,7 +16,6 @@ from train.negatives import (
     draw_negatives,
     drop_negative,
     echo_negative,
-    normalise,
     random_negative,
     repeat_negative,
     retrieved_negative,

@@ -200,10 +200,9 @@ def test_bad_ratings_name_the_line_and_the_field(tmp_path, line, message):
         read_ratings(path)
 
 
-def test_fewer_ratings_than_folds_is_refused(with_head, tmp_path, capsys):
+def test_fewer_ratings_than_folds_is_refused(with_head, tmp_path, train_cli_error):
     path = tmp_path / "ratings.jsonl"
     path.write_text("".join(json.dumps({"context": ["hi"], "response": f"r{i}", "score": i}) + "\n" for i in range(3)))
-    with pytest.raises(SystemExit, match="3 ratings, fewer than the 5 cross-validation folds"):
-        train_main(
-            ["calibrate", str(with_head), "--ratings", str(path), "--out", str(tmp_path / "o"), "--device", "cpu"]
-        )
+    assert "3 ratings, fewer than the 5 cross-validation folds" in train_cli_error(
+        ["calibrate", str(with_head), "--ratings", str(path), "--out", str(tmp_path / "o"), "--device", "cpu"]
+    )

@@ -1,14 +1,15 @@
 """The training command line: its flags match the recipe, bad combinations are refused, packaging."""
 
 import dataclasses
+import re
 import subprocess
 import sys
 
 import pytest
 
 from density_metric.pair_format import PairFormat
-from train.__main__ import build_parser, main
-from train.loop import TrainConfig
+from train.__main__ import build_parser
+from train.config import TrainConfig
 
 
 def test_train_flags_default_to_the_recipes_defaults(tmp_path):
@@ -25,14 +26,14 @@ def test_train_flags_default_to_the_recipes_defaults(tmp_path):
             assert getattr(args, field.name) == getattr(defaults, field.name), field.name
 
 
-def test_training_without_the_card_template_stops_before_it_starts(tmp_path, monkeypatch):
+def test_training_without_the_card_template_stops_before_it_starts(tmp_path, monkeypatch, train_cli_error):
     import train.card
 
     missing = tmp_path / "hub_card" / "model_card.md"
     monkeypatch.setattr(train.card, "TEMPLATE", missing)
     # --data-dir holds no corpus: reaching the data would fail with another message.
-    with pytest.raises(SystemExit, match=f"error: {missing}: the model card template is missing"):
-        main(["train", "--data-dir", str(tmp_path), "--out", str(tmp_path / "run")])
+    line = train_cli_error(["train", "--data-dir", tmp_path, "--out", tmp_path / "run"])
+    assert line.startswith(f"error: {missing}: the model card template is missing")
     assert not (tmp_path / "run").exists()
 
 
@@ -41,37 +42,18 @@ def test_old_contrastive_weight_flag_is_an_alias(tmp_path):
     assert args.contrastive_weight == 0.5
 
 
-def test_reference_package_with_another_encoder_is_refused(tmp_path):
-    with pytest.raises(SystemExit, match="--reference-package .* needs --encoder minilm, not 'runs/x/best'"):
-        main(
-            [
-                "fit",
-                "--data-dir",
-                str(tmp_path),
-                "--encoder",
-                "runs/x/best",
-                "--reference-package",
-                "--out",
-                str(tmp_path / "o"),
-            ]
-        )
+def test_reference_package_with_another_encoder_is_refused(tmp_path, train_cli_error):
+    line = train_cli_error(
+        ["fit", "--data-dir", tmp_path, "--encoder", "runs/x/best", "--reference-package", "--out", tmp_path / "o"]
+    )
+    assert re.search("--reference-package .* needs --encoder minilm, not 'runs/x/best'", line)
 
 
-def test_impossible_pair_format_is_an_error_line_not_a_traceback(tmp_path):
-    with pytest.raises(SystemExit, match="error: max_response_length=200 must be in"):
-        main(
-            [
-                "fit",
-                "--data-dir",
-                str(tmp_path),
-                "--max-length",
-                "64",
-                "--max-response-length",
-                "200",
-                "--out",
-                str(tmp_path),
-            ]
-        )
+def test_impossible_pair_format_is_an_error_line_not_a_traceback(tmp_path, train_cli_error):
+    line = train_cli_error(
+        ["fit", "--data-dir", tmp_path, "--max-length", "64", "--max-response-length", "200", "--out", tmp_path]
+    )
+    assert line.startswith("error: max_response_length=200 must be in")
 
 
 def test_training_package_is_installed_as_density_train_not_train(tmp_path):
@@ -94,7 +76,7 @@ def test_version_comes_from_the_package_metadata():
 
 
 def test_sample_pairs_is_a_seeded_sample_in_corpus_order():
-    from train.__main__ import sample_pairs
+    from train.run import sample_pairs
 
     contexts = [f"c{i}" for i in range(100)]
     responses = [f"r{i}" for i in range(100)]
@@ -109,3 +91,33 @@ def test_sample_pairs_is_a_seeded_sample_in_corpus_order():
     assert sample_pairs((contexts, responses), 500, seed=3) == (contexts, responses)
     with pytest.raises(ValueError, match="--fit-pairs"):
         sample_pairs((contexts, responses), -1, seed=3)
+
+
+@pytest.mark.parametrize(
+    "mix", ["bogus:1", "random:-1", "random:0", "random:nan", "random:1,random:2", "", "random:abc"]
+)
+def test_a_bad_negative_mix_is_an_error_line_naming_the_flag(tmp_path, mix, train_cli_error):
+    line = train_cli_error(["train", "--negative-mix", mix, "--data-dir", tmp_path, "--out", tmp_path / "run"])
+    assert line.startswith(f"error: --negative-mix {mix!r}: ")
+    assert not (tmp_path / "run").exists()
+
+
+def test_resuming_may_change_only_the_listed_flags():
+    from dataclasses import asdict, replace
+
+    from train.config import check_resumable
+
+    config = TrainConfig()
+    check_resumable(asdict(config), replace(config, eval_batch_size=7, save_every=3), "state")
+    changed = replace(config, lr=1e-3, pair_format=PairFormat(layout="shared-context"), feature_only_last_layer=False)
+    with pytest.raises(ValueError) as error:
+        check_resumable(asdict(config), changed, "runs/x/state/trainer_state.json")
+    message = str(error.value)
+    assert message.startswith("runs/x/state/trainer_state.json: ")
+    for flag in (
+        "--lr 0.001 (the run has 5e-05)",
+        "--layout 'shared-context' (the run has 'paper')",
+        "--full-last-layer on",
+    ):
+        assert flag in message
+    assert "--negatives" not in message

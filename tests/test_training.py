@@ -14,11 +14,12 @@ import torch
 from safetensors.torch import load_file
 
 from density_metric.pair_format import PairFormat
+from train.config import TrainConfig
 from train.corpora import response_pairs, response_pairs_with_dialogues
 from train.data import SelectionData
-from train.loop import TrainConfig, Trainer, _encode_groups
+from train.loop import Trainer, _encode_groups
 
-from .tiny import WORDS, build_tiny_encoder
+from .tiny import WORDS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,17 +34,6 @@ def synthetic_dialogues(n, seed):
             turns.append(" ".join(rng.permutation(turns[-1].split())))
         dialogues.append(turns)
     return dialogues
-
-
-@pytest.fixture(scope="module")
-def backbone(tmp_path_factory):
-    """A tiny encoder without dropout, so runs are deterministic across process layouts."""
-    directory = tmp_path_factory.mktemp("backbone")
-    model, tokenizer = build_tiny_encoder(directory)
-    model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = 0.0
-    model.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
-    return directory
 
 
 def config_for(backbone, **overrides):
@@ -73,6 +63,13 @@ def dialogue_data():
         SelectionData.from_pairs(*response_pairs_with_dialogues(synthetic_dialogues(n, seed)))
         for n, seed in ((40, 0), (10, 1))
     )
+
+
+def write_corpus(folder, train_dialogues=30, valid_dialogues=8):
+    """``train.jsonl`` and ``valid.jsonl`` of synthetic dialogues in ``folder``, for ``--corpus jsonl``."""
+    for split, n, seed in (("train", train_dialogues, 0), ("valid", valid_dialogues, 1)):
+        lines = [json.dumps(turns) for turns in synthetic_dialogues(n, seed)]
+        (folder / f"{split}.jsonl").write_text("\n".join(lines) + "\n")
 
 
 def read_log(out):
@@ -187,9 +184,7 @@ def test_train_command_writes_a_checkpoint_the_metric_loads_with_head_and_card(b
     from density_metric import DensityScorer
     from train.__main__ import main
 
-    for split, seed in (("train", 0), ("valid", 1)):
-        lines = [json.dumps(turns) for turns in synthetic_dialogues(30, seed)]
-        (tmp_path / f"{split}.jsonl").write_text("\n".join(lines) + "\n")
+    write_corpus(tmp_path, valid_dialogues=30)
     main(
         [
             "train",

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from density_metric.checkpoint_format import CARD_FILE, CHECKPOINT_FILES, RATING_FILE, load_checkpoint, save_rating
+from density_metric.cli import fail
 from density_metric.inputs import as_context, as_response
 from density_metric.rating import RatingHead
 
@@ -98,3 +99,34 @@ def calibrate(
         "train_mse": float(np.mean((fitted - scores) ** 2)),
         "out": str(out),
     }
+
+
+def add_calibrate_arguments(parser) -> None:
+    """The flags of ``python -m train calibrate``."""
+    parser.add_argument("checkpoint", help="'default', a checkpoint directory, or a Hub repo id")
+    parser.add_argument(
+        "--ratings", required=True, type=Path, help="JSONL rows with context, response and score (a human rating)"
+    )
+    parser.add_argument("--out", required=True, type=Path, help="folder for the calibrated checkpoint")
+    parser.add_argument("--folds", type=int, default=5, help="cross-validation folds that choose the penalty")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--revision", default=None, help="Hub revision of the checkpoint")
+    parser.add_argument("--device", default="auto")
+
+
+def calibrate_command(args) -> None:
+    """``python -m train calibrate``."""
+    try:
+        report = calibrate(
+            args.checkpoint,
+            args.ratings,
+            args.out,
+            folds=args.folds,
+            seed=args.seed,
+            revision=args.revision,
+            device=args.device,
+            dtype="float32",
+        )
+    except ValueError as err:
+        fail(str(err))
+    print(json.dumps(report, indent=2))

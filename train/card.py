@@ -5,9 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 from string import Template
 
+from density_metric.cli import fail
+
 from .model import BACKBONE_HUB_IDS
 
-TEMPLATE = Path(__file__).resolve().parents[1] / "hub_card" / "model_card.md"
+
+def _card_folder() -> Path:
+    """``hub_card/``: inside the installed package (the wheel ships it as ``density_train/hub_card``),
+    else the checkout's top-level folder (``python -m train`` from a checkout, or an editable install)."""
+    here = Path(__file__).resolve().parent
+    for folder in (here / "hub_card", here.parent / "hub_card"):
+        if folder.is_dir():
+            return folder
+    return here.parent / "hub_card"
+
+
+TEMPLATE = _card_folder() / "model_card.md"
 DATASETS = {
     "dailydialog": (
         "li2017dailydialog/daily_dialog",
@@ -94,9 +107,9 @@ def kept_description(metrics: dict) -> str:
 def check_template() -> None:
     """Fail before training, not after it, where the card's template cannot be read."""
     if not TEMPLATE.is_file():
-        raise SystemExit(
-            f"error: {TEMPLATE}: the model card template is missing. `python -m train train` renders the "
-            "card from hub_card/model_card.md of a density checkout: install it with `pip install -e .`"
+        fail(
+            f"{TEMPLATE}: the model card template is missing. `python -m train train` renders the "
+            "card from hub_card/model_card.md, which the density-metric package ships: reinstall it"
         )
 
 

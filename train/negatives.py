@@ -51,16 +51,14 @@ random negatives also skip normalised copies of the gold.
 
 from __future__ import annotations
 
-import functools
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .data import SelectionData
+from .data import SelectionData, normalise
 
 if TYPE_CHECKING:
     from .retrieval import RetrievalIndex
@@ -77,14 +75,6 @@ ECHO_LAST = 0.7  # probability that echo repeats the last context turn
 ATTEMPTS = 8  # tries per wanted negative before a kind's slot falls back to random
 # Streams of the per-row generators, after one per kind (0..len(KINDS) - 1).
 _ALLOCATION, _RANDOM_EXTRA, _FALLBACK = 100, 101, 102
-
-_NOT_ALNUM = re.compile(r"[\W_]+")
-
-
-@functools.lru_cache(maxsize=1 << 18)  # a corpus's utterances come back again and again
-def normalise(text: str) -> str:
-    """Lowercase, punctuation and whitespace removed: texts equal under it are copies of each other."""
-    return _NOT_ALNUM.sub("", text.lower())
 
 
 def _is_word(token: str) -> bool:

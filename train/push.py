@@ -47,3 +47,17 @@ def push_checkpoint(
     )
     logger.info("pushed %s to %s at %s", directory, repo_id, commit.oid)
     return commit.oid
+
+
+def add_push_arguments(parser) -> None:
+    """The flags of ``python -m train push``."""
+    parser.add_argument("checkpoint", type=Path)
+    parser.add_argument("repo_id")
+    parser.add_argument("--private", action="store_true")
+    parser.add_argument("--message", default="Upload DEnsity checkpoint")
+
+
+def push_command(args) -> None:
+    """``python -m train push``: prints the commit."""
+    commit = push_checkpoint(args.checkpoint, args.repo_id, private=args.private, message=args.message)
+    print(commit)

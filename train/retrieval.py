@@ -5,7 +5,7 @@ An utterance's neighbours are the other utterances of the same pool (a split's u
 non-padding tokens, L2-normalised) are closest by cosine similarity. Following GRADE (Huang
 et al. 2020), such look-alikes make harder negatives than random utterances. Left out, because
 they would be false negatives: the utterance itself, its normalised copies (same text once
-lowercased with punctuation and whitespace removed, see :func:`train.negatives.normalise`) and
+lowercased with punctuation and whitespace removed, see :func:`train.data.normalise`) and
 every neighbour above a similarity ceiling (near-duplicates and paraphrases).
 
 The index is computed once per pool and cached as safetensors (never pickle)::
@@ -61,6 +61,7 @@ each other: retrieved negatives are noisier than the perturbations, and deserve 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import time
 from collections.abc import Sequence
@@ -69,7 +70,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .negatives import normalise
+from density_metric.cli import fail
+
+from .corpora import add_corpus_arguments, load_corpus
+from .data import SelectionData, normalise
 
 logger = logging.getLogger(__name__)
 
@@ -346,3 +350,64 @@ def similarity_bands(
         f"{max(low, -1.0):.2f}-{min(high, 1.0):.2f}": int(((values >= low) & (values < high)).sum())
         for low, high in zip(edges, edges[1:])
     }
+
+
+# --- python -m train retrieval-index -----------------------------------------------------------
+
+
+def add_retrieval_index_arguments(parser) -> None:
+    """The flags of ``python -m train retrieval-index``."""
+    add_corpus_arguments(parser)
+    parser.add_argument("--split", choices=("train", "validation"), default="train")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="default: runs/cache/retrieval-<corpus>[-<split>].safetensors"
+    )
+    parser.add_argument(
+        "--k", type=int, default=DEFAULT_K, help=f"neighbours kept per utterance (default: {DEFAULT_K})"
+    )
+    parser.add_argument(
+        "--ceiling",
+        type=float,
+        default=DEFAULT_CEILING,
+        help=f"leave out neighbours above this cosine similarity, paraphrases (default: {DEFAULT_CEILING}; 1: none)",
+    )
+    parser.add_argument("--encoder", default="minilm", help="embedding model (default: the untuned all-MiniLM-L6-v2)")
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
+
+
+def retrieval_index_command(args) -> None:
+    """Embed a split's unique utterances and write their nearest neighbours (train/retrieval.py)."""
+    started = time.perf_counter()
+    try:
+        train_pairs, valid_pairs = load_corpus(args)
+    except ValueError as err:
+        fail(str(err))
+    contexts, responses = (train_pairs if args.split == "train" else valid_pairs)[:2]
+    pool = SelectionData.from_pairs(contexts, responses).pool
+    out = args.out or split_path(CACHE_DIR / f"retrieval-{args.corpus}.safetensors", args.split)
+    index = RetrievalIndex.build(
+        pool,
+        k=args.k,
+        ceiling=None if args.ceiling >= 1 else args.ceiling,
+        encoder=args.encoder,
+        batch_size=args.batch_size,
+        device=args.device,
+        dtype=args.dtype,
+        progress=True,
+    )
+    index.save(out)
+    found = index.neighbours >= 0
+    report = {
+        "out": str(out),
+        "utterances": len(pool),
+        "pool_sha256": index.pool_hash,
+        "k": index.k,
+        "ceiling": index.ceiling,
+        "utterances_with_k_neighbours": int(found.all(axis=1).sum()),
+        "utterances_without_neighbours": int((~found.any(axis=1)).sum()),
+        "similarity_bands": similarity_bands(index),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    print(json.dumps(report, indent=2))

@@ -2,9 +2,10 @@
 
 One JSON object per line: ``{"type": "train", "step": ...}`` for an optimizer step (loss, ce,
 contrastive, lr, elapsed) and ``{"type": "eval", "step": ...}`` for an evaluation. A resumed run
-appends again the steps (and an evaluation) it redoes after its last saved state, so a step can
-appear more than once; :func:`evaluations` keeps the last one. Read by the trainer (to name the
-best evaluation and the run's cost in the card), the learning curve and the pilot tables.
+takes again the steps after its last saved state, so it first cuts the log back to that state
+(:func:`truncate_log`); a log written before that cut could hold a step twice, and
+:func:`evaluations` keeps the last one. Read by the trainer (to name the best evaluation and the
+run's cost in the card), the learning curve and the pilot tables.
 """
 
 from __future__ import annotations
@@ -30,6 +31,20 @@ def read_log(path: str | Path) -> list[dict]:
             raise ValueError(f"{path}, line {number}: a record needs a type in {TYPES} and an integer step")
         records.append(record)
     return records
+
+
+def truncate_log(path: str | Path, step: int) -> None:
+    """Keep the records of the log at ``path`` up to optimizer step ``step`` (the saved state a run
+    resumes from) and drop the later ones, which the resumed run logs again. Each kept line is
+    kept as written; a missing log stays missing."""
+    path = Path(path)
+    if not path.is_file():
+        return
+    read_log(path)  # a damaged line is an error naming it, not a silent cut
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    kept = [line for line in lines if line.strip() and json.loads(line)["step"] <= step]
+    if len(kept) < len(lines):
+        path.write_text("".join(kept), encoding="utf-8")
 
 
 def evaluations(records: list[dict]) -> list[dict]:

@@ -11,7 +11,7 @@ After every evaluation, on the validation split (its first ``valid_limit`` pairs
   whole corpus, so these AUCs are for comparing checkpoints, not the released statistics;
 - ``dev_pearson`` and ``dev_spearman`` (x100), if human judgments are given: DEnsity's -distance
   against the human scores of DailyDialog-Zhao's first 20 % of rows (the authors' own validation
-  rows; ``benchmarks.sets`` protocol ``dev``).
+  rows; ``train.judgments`` protocol ``dev``).
 
 Everything here is numpy; AUCs and rank correlations are checked against scikit-learn and scipy
 in the tests.

@@ -1,0 +1,111 @@
+"""Resuming a run: only with the recipe it began with, a damaged state is an error naming its file,
+and the log of a resumed run equals an uninterrupted one's."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from train.loop import Trainer
+
+from .test_training import config_for, data, read_log, write_corpus
+
+
+def cli_run(backbone, folder, *extra):
+    """``python -m train train`` argv of a tiny run on synthetic JSONL dialogues written to ``folder``."""
+    write_corpus(folder)
+    return [
+        "train",
+        "--corpus",
+        "jsonl",
+        "--train-file",
+        folder / "train.jsonl",
+        "--valid-file",
+        folder / "valid.jsonl",
+        "--backbone",
+        backbone,
+        "--out",
+        folder / "run",
+        "--negatives",
+        "3",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "4",
+        "--max-length",
+        "48",
+        "--max-response-length",
+        "16",
+        "--validation-kinds",
+        "",
+        *extra,
+    ]
+
+
+@pytest.fixture(scope="module")
+def stopped_run(backbone, tmp_path_factory):
+    """A tiny run stopped by --max-minutes after its first step (state/ saved), to copy and resume."""
+    from train.__main__ import main
+
+    folder = tmp_path_factory.mktemp("stopped")
+    main([str(arg) for arg in cli_run(backbone, folder, "--max-minutes", "0.0001")])
+    assert json.loads((folder / "run" / "state" / "trainer_state.json").read_text())["progress"]["global_step"] == 1
+    return folder
+
+
+def copy_of(stopped_run, tmp_path):
+    shutil.copytree(stopped_run, tmp_path / "copy")
+    return tmp_path / "copy"
+
+
+def test_resuming_with_other_flags_is_refused_naming_each(backbone, stopped_run, tmp_path, train_cli_error):
+    folder = copy_of(stopped_run, tmp_path)
+    before = (folder / "run" / "state" / "trainer_state.json").read_text()
+    changed = ["--lr", "1e-3", "--layout", "shared-context", "--pooling", "mean", "--negatives", "5"]
+    line = train_cli_error(cli_run(backbone, folder, *changed))
+    assert f"{folder / 'run' / 'state' / 'trainer_state.json'}: the run was started with other flags" in line
+    for flag in ("--lr 0.001", "--layout 'shared-context'", "--pooling 'mean'", "--negatives 5 (the run has 3)"):
+        assert flag in line
+    assert (folder / "run" / "state" / "trainer_state.json").read_text() == before
+    assert not (folder / "run" / "checkpoint").exists()
+
+
+@pytest.mark.parametrize(
+    "name", ["trainer_state.json", "optimizer.safetensors", "model.safetensors", "rng.safetensors"]
+)
+def test_a_truncated_state_file_is_an_error_naming_it(backbone, stopped_run, tmp_path, name, train_cli_error):
+    folder = copy_of(stopped_run, tmp_path)
+    path = folder / "run" / "state" / name
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    line = train_cli_error(cli_run(backbone, folder))
+    assert line.startswith(f"error: {path}: ")
+
+
+def test_a_limit_too_small_for_one_step_is_an_error_naming_it(backbone, tmp_path, train_cli_error):
+    line = train_cli_error(cli_run(backbone, tmp_path, "--limit", "3"))
+    assert "3 training pairs give no full step" in line and "--limit" in line
+
+
+def test_a_resumed_run_logs_each_step_once_as_an_uninterrupted_one(backbone, tmp_path, monkeypatch):
+    """A run killed after logging step 3 resumes from its state of step 2: the log ends up equal."""
+    train, valid = data()
+    config = config_for(backbone, save_every=2, validation_kinds="")
+    Trainer(config, train, valid, tmp_path / "straight").train()
+
+    log = Trainer._log
+
+    def killed_after_step_3(self, record):
+        log(self, record)
+        if record["type"] == "train" and record["step"] == 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(Trainer, "_log", killed_after_step_3)
+    with pytest.raises(KeyboardInterrupt):
+        Trainer(config, train, valid, tmp_path / "resumed").train()
+    monkeypatch.setattr(Trainer, "_log", log)
+    Trainer(config, train, valid, tmp_path / "resumed").train()
+    straight, resumed = read_log(tmp_path / "straight"), read_log(tmp_path / "resumed")
+    assert [(r["type"], r["step"]) for r in resumed] == [(r["type"], r["step"]) for r in straight]
+    values = lambda log: [r.get("loss", r.get("recall_at_1")) for r in log]  # noqa: E731
+    np.testing.assert_allclose(values(resumed), values(straight), rtol=1e-5)

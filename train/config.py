@@ -1,0 +1,342 @@
+"""The recipe of a training run (:class:`TrainConfig`), its command-line flags, and what may change
+when a run is resumed.
+
+The run folder's ``state/trainer_state.json`` keeps the config the run started with; a resumed run
+must give the same recipe (:func:`check_resumable`), except for the flags of :data:`RESUMABLE_FLAGS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict, dataclass, field, fields
+
+from density_metric.pair_format import LAYOUTS, POOLINGS, PairFormat
+
+from .losses import CONTRASTIVE_AVERAGES
+from .negatives import GOLD_KINDS, KINDS, NegativeMix
+
+# Flags of `python -m train train` that a resumed run may change: they set how fast or how long the
+# run goes, or act after the loop (the final fit and the card), so the trained weights stay those of
+# one recipe. Every other flag of the recipe is compared with the one the run started with.
+RESUMABLE_FLAGS = (
+    "--max-minutes",
+    "--eval-batch-size",
+    "--save-every",
+    "--name",
+    "--repo-id",
+    "--fit-batch-size",
+    "--fit-pairs",
+    "--estimator",
+    "--weights-dtype",
+)
+# Fields whose flag is not "--" + the field's name with dashes (store_true flags say when they are on).
+_FLAGS = {"feature_only_last_layer": "--full-last-layer"}
+
+
+@dataclass
+class TrainConfig:
+    """The recipe. The defaults are the authors' DailyDialog settings: bert-base-uncased, 1 + 15
+    candidates at 256 tokens, negatives sampled once with seed 42, 10 epochs of 16 contexts per
+    step, AdamW at 5e-5 with 1,000 warm-up steps, and the contrastive loss at tau 0.1 and weight 1
+    averaged over the gold anchors (the paper's eq. 4)."""
+
+    backbone: str = "bert-base-uncased"
+    pair_format: PairFormat = field(default_factory=PairFormat)
+    negatives: int = 15
+    resample_negatives: bool = False
+    negatives_seed: int = 42
+    epochs: int = 10
+    batch_size: int = 16  # contexts per micro-batch and process, each with 1 + negatives candidates
+    grad_accum: int = 1
+    lr: float = 5e-5
+    weight_decay: float = 0.0
+    warmup_steps: int = 1000
+    max_grad_norm: float = 1.0
+    tau: float = 0.1  # temperature of the supervised contrastive loss
+    contrastive_weight: float = 1.0  # the paper's lambda: loss = CE + contrastive_weight * SCL
+    contrastive_average: str = "gold-anchors"  # "gold-anchors" (the paper) or "all-rows" (the authors' code)
+    # Negative kinds kept out of the contrastive term (still in the cross-entropy), e.g.
+    # "speaker,repeat,drop,shuffle": comma-separated; "" (the paper): none.
+    contrastive_exclude: str = ""
+    seed: int = 42
+    eval_batch_size: int = 32  # validation contexts per forward pass
+    valid_limit: int = 0  # validation pairs scored for Recall@1 after each epoch; 0: all
+    mixed_precision: str = "auto"  # "auto": bf16 on CUDA and on CPUs with native bf16, else "no"; or "no"/"bf16"/"fp16"
+    max_steps_per_epoch: int = 0  # 0: the whole epoch
+    save_every: int = 200  # optimizer steps between saves of state/ (also saved after every epoch)
+    # Savings that leave the loss as it is:
+    feature_only_last_layer: bool = True  # last layer computed for the feature tokens only
+    length_buckets: int = 0  # >0: windows of this many batches sorted by context length, batches shuffled
+    # A change to the model: attention-probability dropout (None: the backbone's own, 0.1 for BERTs).
+    attention_dropout: float | None = None
+    # Negatives (train/negatives.py): "random:1" is the authors' random negatives. With any other
+    # mix every negative, hard or random, is drawn afresh each epoch from negatives_seed + epoch.
+    negative_mix: str = "random:1"
+    # A curriculum: the first this-many optimizer steps draw random negatives only (from the same
+    # seed + epoch as the mix's random ones), then the mix. 0: the mix from the first step.
+    hard_negatives_after: int = 0
+    retrieval_index: str = ""  # safetensors from `python -m train retrieval-index`, for "retrieved"
+    # Validation (train/validation.py): kinds for per-kind AUCs ("all": every kind the data allows,
+    # "": none), training pairs the evaluation Gaussian is fitted on, evaluations per epoch, and
+    # the metric (higher is better) that picks best/.
+    validation_kinds: str = "all"
+    valid_fit_pairs: int = 4000
+    evals_per_epoch: int = 1
+    select_on: str = "recall_at_1"
+
+    def __post_init__(self):
+        if isinstance(self.pair_format, dict):  # as read back from trainer_state.json
+            self.pair_format = PairFormat.from_dict(self.pair_format)
+        if self.contrastive_average not in CONTRASTIVE_AVERAGES:
+            raise ValueError(
+                f"contrastive_average must be one of {CONTRASTIVE_AVERAGES}, got {self.contrastive_average!r}"
+            )
+        NegativeMix.parse(self.negative_mix)  # a ValueError names a bad kind or weight
+        unknown = [kind for kind in self.excluded_kinds if kind not in KINDS]
+        if unknown:
+            raise ValueError(f"contrastive_exclude: unknown kind(s) {unknown}; kinds: {', '.join(KINDS)}")
+        if self.hard_negatives_after < 0:
+            raise ValueError(f"hard_negatives_after must be >= 0, got {self.hard_negatives_after}")
+        if self.evals_per_epoch < 1:
+            raise ValueError(f"evals_per_epoch must be >= 1, got {self.evals_per_epoch}")
+        if self.length_buckets < 0:
+            raise ValueError(f"length_buckets must be >= 0, got {self.length_buckets}")
+        if self.attention_dropout is not None and not 0 <= self.attention_dropout < 1:
+            raise ValueError(f"attention_dropout must be in [0, 1), got {self.attention_dropout}")
+        if self.mixed_precision not in ("auto", "no", "bf16", "fp16"):
+            raise ValueError(f"mixed_precision must be 'auto', 'no', 'bf16' or 'fp16', got {self.mixed_precision!r}")
+
+    @property
+    def excluded_kinds(self) -> frozenset[str]:
+        """The kinds of ``contrastive_exclude``."""
+        return frozenset(kind.strip() for kind in self.contrastive_exclude.split(",") if kind.strip())
+
+
+def flag_of(name: str) -> str:
+    """The ``python -m train train`` flag of a TrainConfig (or PairFormat) field."""
+    return _FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
+def _flag_value(name: str, value) -> str:
+    if name == "feature_only_last_layer":
+        return "off" if value else "on"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _flat(config: dict) -> dict:
+    """A config dict (``asdict(TrainConfig)``) with the pair format's fields beside the others."""
+    flat = {name: value for name, value in config.items() if name != "pair_format"}
+    flat.update(config.get("pair_format") or {})
+    return flat
+
+
+def check_resumable(saved: dict, config: TrainConfig, where: str) -> None:
+    """Refuse to resume a run started with ``saved`` (``asdict`` of its TrainConfig) with another
+    recipe: a ValueError naming ``where`` (the state file) and each changed flag, its value now and
+    the run's. Fields missing from ``saved`` (added since the run began) count as their defaults."""
+    defaults, now = _flat(asdict(TrainConfig())), _flat(asdict(config))
+    saved = {**defaults, **_flat(saved)}
+    changed = [
+        f"{flag_of(name)} {_flag_value(name, now[name])} (the run has {_flag_value(name, saved[name])})"
+        for name in now
+        if flag_of(name) not in RESUMABLE_FLAGS and now[name] != saved[name]
+    ]
+    if changed:
+        raise ValueError(
+            f"{where}: the run was started with other flags, so it cannot resume with: {', '.join(changed)}; "
+            "give the run's flags again, or a new --out to start another run"
+        )
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    """The TrainConfig of ``python -m train train``'s flags; a ValueError names the flag."""
+    try:
+        NegativeMix.parse(args.negative_mix)
+    except ValueError as err:
+        raise ValueError(f"--negative-mix {args.negative_mix!r}: {err}") from None
+    return TrainConfig(
+        backbone=args.backbone,
+        pair_format=pair_format_from(args),
+        feature_only_last_layer=not args.full_last_layer,
+        **{
+            f.name: getattr(args, f.name)
+            for f in fields(TrainConfig)
+            if f.name not in ("backbone", "pair_format", "feature_only_last_layer")
+        },
+    )
+
+
+def pair_format_from(args) -> PairFormat:
+    """The PairFormat of the pair-format flags; a ValueError says which bound is broken."""
+    return PairFormat(args.turn_separator, args.max_length, args.max_response_length, args.layout, args.pooling)
+
+
+def add_pair_format_arguments(parser) -> None:
+    defaults = PairFormat()
+    group = parser.add_argument_group("pair format (how a pair becomes token ids; stored in the checkpoint)")
+    group.add_argument(
+        "--turn-separator",
+        default=defaults.turn_separator,
+        help=f"token between context turns; a new one is added to the vocabulary (default: {defaults.turn_separator})",
+    )
+    group.add_argument(
+        "--max-length",
+        type=int,
+        default=defaults.max_length,
+        help=f"most tokens per pair; the oldest context tokens go first (default: {defaults.max_length})",
+    )
+    group.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        default=defaults.layout,
+        help="paper (default, the published method: one row per pair) or shared-context (one row per "
+        "context, a block per candidate; see density_metric/pair_format.py)",
+    )
+    group.add_argument(
+        "--pooling",
+        choices=POOLINGS,
+        default=defaults.pooling,
+        help="feature-token (default: the final-layer state of [CLS], or of each block's first token) or mean "
+        "(the mean over each candidate's block; shared-context only, computes the whole last layer)",
+    )
+    group.add_argument(
+        "--max-response-length",
+        type=int,
+        default=defaults.max_response_length,
+        help=f"most response tokens (default: {defaults.max_response_length})",
+    )
+
+
+def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of :class:`TrainConfig`: pair format, recipe, negatives and validation, speed."""
+    add_pair_format_arguments(parser)
+    recipe = parser.add_argument_group("recipe (defaults: the authors' DailyDialog settings)")
+    recipe.add_argument(
+        "--backbone",
+        default="bert-base-uncased",
+        help="encoder to fine-tune: a directory, a Hub id, or 'minilm' (offline all-MiniLM-L6-v2)",
+    )
+    recipe.add_argument("--negatives", type=int, default=15, help="random negatives per context (default: 15)")
+    recipe.add_argument(
+        "--resample-negatives",
+        action="store_true",
+        help="draw new negatives every epoch (default: sampled once, as the authors did)",
+    )
+    recipe.add_argument("--negatives-seed", type=int, default=42, help="seed of the negatives (default: 42)")
+    recipe.add_argument("--epochs", type=int, default=10, help="default: 10")
+    recipe.add_argument(
+        "--batch-size",
+        type=int,
+        default=16,
+        help="contexts per micro-batch and process, each with 1 + negatives candidates (default: 16)",
+    )
+    recipe.add_argument("--grad-accum", type=int, default=1, help="micro-batches per optimizer step (default: 1)")
+    recipe.add_argument("--lr", type=float, default=5e-5, help="AdamW learning rate (default: 5e-5)")
+    recipe.add_argument("--weight-decay", type=float, default=0.0, help="default: 0")
+    recipe.add_argument("--warmup-steps", type=int, default=1000, help="linear warm-up steps (default: 1000)")
+    recipe.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping (default: 1.0)")
+    recipe.add_argument("--tau", type=float, default=0.1, help="temperature of the contrastive loss (default: 0.1)")
+    recipe.add_argument(
+        "--contrastive-weight",
+        "--lam",
+        type=float,
+        default=1.0,
+        help="the paper's lambda: loss = CE + weight x contrastive loss (default: 1.0)",
+    )
+    recipe.add_argument(
+        "--contrastive-average",
+        choices=CONTRASTIVE_AVERAGES,
+        default="gold-anchors",
+        help="average the contrastive loss over the gold anchors (the paper, default) "
+        "or over every row (the authors' code)",
+    )
+    recipe.add_argument(
+        "--contrastive-exclude",
+        default="",
+        metavar="KINDS",
+        help="negative kinds kept out of the contrastive term (still in the cross-entropy), comma-separated, "
+        f"e.g. {','.join(kind for kind in KINDS if kind in GOLD_KINDS)}: the near-copies of the gold "
+        "(default: none, the paper)",
+    )
+    recipe.add_argument("--seed", type=int, default=42, help="seed of the data order and the head (default: 42)")
+    recipe.add_argument("--eval-batch-size", type=int, default=32, help="validation contexts per forward pass")
+    recipe.add_argument(
+        "--valid-limit",
+        type=int,
+        default=0,
+        help="validation pairs scored for Recall@1 after each epoch (default 0: all)",
+    )
+    recipe.add_argument(
+        "--mixed-precision",
+        choices=("auto", "no", "bf16", "fp16"),
+        default="auto",
+        help="'auto' (default): bf16 on CUDA and on CPUs with native bf16, else none",
+    )
+    recipe.add_argument(
+        "--max-steps-per-epoch",
+        type=int,
+        default=0,
+        help="cut every epoch to this many optimizer steps (default 0: whole epochs)",
+    )
+    recipe.add_argument(
+        "--save-every",
+        type=int,
+        default=200,
+        help="optimizer steps between saves of state/ (default: 200; also after every epoch)",
+    )
+    negatives = parser.add_argument_group("negatives and validation (train/negatives.py, train/validation.py)")
+    negatives.add_argument(
+        "--negative-mix",
+        default="random:1",
+        help="weights of the negative kinds, e.g. random:8,same-dialogue:2,echo:1,speaker:1,repeat:1,drop:1,"
+        "retrieved:1 (default random:1: the authors' random negatives; any other mix draws every negative "
+        "afresh each epoch)",
+    )
+    negatives.add_argument(
+        "--hard-negatives-after",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="a curriculum: random negatives only for the first STEPS optimizer steps, then the mix (default 0)",
+    )
+    negatives.add_argument("--retrieval-index", default="", help="index of `python -m train retrieval-index`")
+    negatives.add_argument(
+        "--validation-kinds",
+        default="all",
+        help="negative kinds for per-kind validation AUCs, comma-separated; all (default) or '' for none",
+    )
+    negatives.add_argument(
+        "--valid-fit-pairs", type=int, default=4000, help="training pairs the evaluation Gaussian is fitted on"
+    )
+    negatives.add_argument("--evals-per-epoch", type=int, default=1, help="validation runs per epoch (default 1)")
+    negatives.add_argument(
+        "--select-on",
+        default="recall_at_1",
+        help="validation metric (higher is better) that picks best/, e.g. recall_at_1, zhao_dev_spearman, "
+        "auc_density/echo (default recall_at_1)",
+    )
+    negatives.add_argument(
+        "--dev-judgments",
+        default=None,
+        help="shared data folder with zhao2020/: validate on DailyDialog-Zhao's first 20 %%",
+    )
+    speed = parser.add_argument_group("speed")
+    speed.add_argument(
+        "--full-last-layer",
+        action="store_true",
+        help="compute the last layer for every token (default: for the feature tokens only; the same loss)",
+    )
+    speed.add_argument(
+        "--length-buckets",
+        type=int,
+        default=0,
+        help="sort each window of this many batches by context length, then shuffle the batches (default 0: off)",
+    )
+    speed.add_argument(
+        "--attention-dropout",
+        type=float,
+        default=None,
+        help="attention-probability dropout (default: the backbone's, 0.1); 0 trains faster on CPU",
+    )

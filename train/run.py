@@ -1,0 +1,144 @@
+"""``python -m train train``: a run folder from a corpus.
+
+The run trains g and f (:mod:`train.loop`, resumable: rerun the same command), keeps the model at
+its best evaluation in ``best/``, then writes ``checkpoint/``: that model, the Gaussian fitted on
+the training pairs with it (:mod:`train.fit`) and the model card (:mod:`train.card`).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import numpy as np
+
+from density_metric.checkpoint_format import DensityConfig
+from density_metric.cli import fail
+from density_metric.features import machine_description
+from density_metric.gaussian import ESTIMATORS
+
+from .card import card_fields, check_template, compute_description, render_card
+from .config import add_recipe_arguments, config_from_args
+from .corpora import add_corpus_arguments, load_corpus
+from .data import SelectionData
+from .fit import WEIGHT_DTYPES, fit_and_write
+from .judgments import apply_protocol, context_of, load_sets
+from .run_log import compute_summary, evaluations, read_log
+from .validation import DevJudgments
+
+
+def add_train_arguments(parser) -> None:
+    """The flags of ``python -m train train``."""
+    add_corpus_arguments(parser)
+    parser.add_argument("--out", type=Path, required=True, help="run folder; rerunning the command resumes it")
+    parser.add_argument("--name", default="")
+    parser.add_argument("--repo-id", default=None, help="for the model card's usage example")
+    parser.add_argument("--fit-batch-size", type=int, default=64)
+    parser.add_argument(
+        "--fit-pairs",
+        type=int,
+        default=0,
+        help="fit the final Gaussian on a seeded sample of this many training pairs (default 0: all; for pilots)",
+    )
+    parser.add_argument("--estimator", choices=ESTIMATORS, default="pinv", help="covariance estimator of the Gaussian")
+    parser.add_argument(
+        "--weights-dtype",
+        choices=WEIGHT_DTYPES,
+        default="float32",
+        help="dtype of the encoder weights in the written checkpoint (the fit uses them)",
+    )
+    parser.add_argument(
+        "--max-minutes",
+        type=float,
+        default=0,
+        help="save the state and stop after this long (rerun to resume); 0: run to the end",
+    )
+    add_recipe_arguments(parser)
+
+
+def load_dev_judgments(data_dir: str):
+    """DailyDialog-Zhao's first 20 % (the authors' validation rows, protocol ``dev`` of
+    train/judgments.py) as validation human judgments; a ValueError if ``data_dir`` has none."""
+    found = load_sets(data_dir, ["dailydialog_zhao"])
+    if not found:
+        raise ValueError(f"--dev-judgments {data_dir}: no dailydialog_zhao.normalized.jsonl below it")
+    [zhao] = found
+    index, human = apply_protocol(zhao, "dev")
+    rows = [zhao.rows[i] for i in index]
+    contexts = [context_of(row, False) for row in rows]
+    return DevJudgments(contexts, [row["response"] for row in rows], np.asarray(human, dtype=np.float64), "zhao_dev")
+
+
+def sample_pairs(pairs: tuple, n: int, seed: int) -> tuple:
+    """A seeded sample of ``n`` of the (contexts, responses) ``pairs``, in corpus order; all if ``n`` is 0
+    or not smaller than the corpus."""
+    if n < 0:
+        raise ValueError(f"--fit-pairs must be 0 (all) or positive, got {n}")
+    total = len(pairs[0])
+    if n == 0 or n >= total:
+        return pairs
+    index = np.sort(np.random.default_rng(seed).choice(total, size=n, replace=False))
+    return tuple([side[i] for i in index] for side in pairs)
+
+
+def train_command(args) -> None:
+    """``python -m train train``: train (or resume) the run in ``--out``, then write its checkpoint."""
+    from .loop import Trainer
+
+    check_template()
+    try:
+        config = config_from_args(args)
+        dev = load_dev_judgments(args.dev_judgments) if args.dev_judgments else None
+        train_data, valid_data = load_corpus(args, with_dialogues=True)
+        trainer = Trainer(
+            config, SelectionData.from_pairs(*train_data), SelectionData.from_pairs(*valid_data), args.out, dev=dev
+        )
+        train_pairs, valid_pairs = sample_pairs(train_data[:2], args.fit_pairs, config.seed), valid_data[:2]
+    except ValueError as err:
+        fail(str(err))
+    progress = trainer.train(stop_after_seconds=args.max_minutes * 60 if args.max_minutes else None)
+    if progress["epoch"] < config.epochs:
+        print(json.dumps({"stopped": progress, "resume": "run the same command again"}))
+        return
+    if not trainer.accelerator.is_main_process:
+        return
+    records = read_log(args.out / "log.jsonl")
+    best = max(evaluations(records), key=lambda r: r[config.select_on])
+    accelerator = trainer.accelerator
+    hardware = machine_description(accelerator.device)
+    compute = compute_description(
+        compute_summary(records),
+        contexts_per_step=config.batch_size * config.grad_accum * accelerator.num_processes,
+        train_contexts=len(train_data[1]),
+        hardware=hardware if accelerator.num_processes == 1 else f"{accelerator.num_processes} x {hardware}",
+        precision=accelerator.mixed_precision,
+    )
+    name = args.name or args.out.name
+    density_config = DensityConfig(pair_format=config.pair_format, name=name)
+    card = render_card(
+        card_fields(
+            config=config,
+            corpus=args.corpus,
+            name=name,
+            repo_id=args.repo_id or f"<org>/{name}",
+            metrics=best,
+            train_pairs=len(train_pairs[1]),
+            valid_pairs=len(valid_pairs[1]),
+            command="python -m train " + shlex.join(args.argv),
+            estimator=args.estimator,
+            compute=compute,
+        )
+    )
+    report = fit_and_write(
+        args.out / "best",
+        density_config,
+        train_pairs,
+        valid_pairs,
+        args.out / "checkpoint",
+        card=card,
+        batch_size=args.fit_batch_size,
+        estimator=args.estimator,
+        weights_dtype=args.weights_dtype,
+    )
+    print(json.dumps({"progress": progress, "best": best, "fit": report}, indent=2))

@@ -1,0 +1,68 @@
+"""A run's ``state/`` folder, written after every save and read back by a resumed run.
+
+``state/`` holds the model, tokenizer and head (:meth:`train.model.DensityModel.save`),
+``optimizer.safetensors`` with ``optimizer.json`` (its param groups), ``rng.safetensors``
+(one torch RNG state per process) and ``trainer_state.json``: the position (``progress``), the
+scheduler and the recipe the run started with (``config``, see :func:`train.config.check_resumable`).
+Nothing is pickled: tensors are safetensors, the rest JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file, save_file
+
+STATE_FILE = "trainer_state.json"
+_DAMAGED = "the saved state is damaged (a stop while it was written?); delete state/ to start the run over"
+
+
+def save_optimizer(path: Path, optimizer) -> None:
+    state = optimizer.state_dict()
+    tensors = {
+        f"{index}.{key}": value.detach().cpu().contiguous() if torch.is_tensor(value) else torch.tensor(value)
+        for index, entry in state["state"].items()
+        for key, value in entry.items()
+    }
+    save_file(tensors, str(path / "optimizer.safetensors"))
+    (path / "optimizer.json").write_text(json.dumps(state["param_groups"]))
+
+
+def load_optimizer(path: Path, optimizer) -> None:
+    tensors = load_file(str(path / "optimizer.safetensors"))
+    state: dict = {}
+    for name, value in tensors.items():
+        index, key = name.split(".", 1)
+        state.setdefault(int(index), {})[key] = value
+    optimizer.load_state_dict({"state": state, "param_groups": json.loads((path / "optimizer.json").read_text())})
+
+
+def write_trainer_state(path: Path, progress: dict, scheduler: dict, config: dict) -> None:
+    (path / STATE_FILE).write_text(
+        json.dumps({"progress": progress, "scheduler": scheduler, "config": config}, indent=2)
+    )
+
+
+def read_trainer_state(path: Path) -> dict:
+    """``trainer_state.json`` of the state folder ``path``, after checking that the folder's
+    safetensors and JSON files are whole: a ValueError names a damaged file."""
+    for tensors in sorted(path.glob("*.safetensors")):
+        try:
+            with safe_open(str(tensors), "pt"):
+                pass
+        except SafetensorError as err:
+            raise ValueError(f"{tensors}: not a readable safetensors file ({err}); {_DAMAGED}") from None
+    for name in ("optimizer.json", STATE_FILE):
+        try:
+            json.loads((path / name).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ValueError(f"{path / name}: missing; {_DAMAGED}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise ValueError(f"{path / name}: not JSON ({err}); {_DAMAGED}") from None
+    saved = json.loads((path / STATE_FILE).read_text(encoding="utf-8"))
+    if not isinstance(saved, dict) or not {"progress", "scheduler", "config"} <= saved.keys():
+        raise ValueError(f"{path / STATE_FILE}: needs progress, scheduler and config; {_DAMAGED}")
+    return saved
