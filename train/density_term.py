@@ -1,0 +1,137 @@
+"""A training term on the density itself: copies of the context must lie farther out than golds.
+
+DEnsity scores a reply by its Mahalanobis distance to the Gaussian of human replies' features.
+Trained for response selection alone, copies of the context (an echo of the last turn, the last
+turn glued to the gold, an earlier turn) land near the centre of that Gaussian and win (see
+``DESIGN.md``, part 6). Training the classifier f(c, r) on them does not move the density, and a
+margin measured against a fixed or stale Gaussian does not survive the refit: the model moves
+golds and copies together and the refitted Gaussian follows the golds.
+
+What does work is a margin against the Gaussian of the *current* golds. :class:`GoldBank` keeps
+the last ``size`` gold features (a FIFO queue, as MoCo keeps its keys), and gives at every step
+their mean and the inverse of a shrunk, well-conditioned covariance
+
+    Sigma = (1 - a) S + a (tr(S) / d) I,
+
+the same shrinkage form as the scorer's ``ledoit-wolf`` estimator, at a fixed ``a``. The term
+
+    relu(margin + d(gold) - d(copy))
+
+(:func:`margin_loss`) then pushes each copy at least ``margin`` farther out than its own gold
+(Deep SAD, Ruff et al. 2020; Outlier Exposure, Hendrycks et al. 2019). :func:`anchor_loss` keeps
+the golds near where the starting model put them (QuantiDCE, Ye et al. 2021, guards a trained
+metric the same way), measured in the bank's metric so that its scale matches the margin's.
+
+The bank's statistics are constants for the gradient; distances carry it through the features.
+Compute the features of this term without dropout: dropout alone moves a feature by about a
+gold's radius.
+"""
+
+from __future__ import annotations
+
+import torch
+
+DEFAULT_BANK_SIZE = 2048
+DEFAULT_SHRINKAGE = 0.1
+DEFAULT_MARGIN = 3.0
+
+
+class GoldBank:
+    """The last ``size`` gold features, (size, d) float32, oldest overwritten first.
+
+    Args:
+        size: how many features the bank holds when full.
+        dim: feature width d.
+        shrinkage: ``a`` in Sigma = (1 - a) S + a (tr(S) / d) I, in (0, 1].
+    """
+
+    def __init__(self, size: int, dim: int, shrinkage: float = DEFAULT_SHRINKAGE, device=None):
+        if size < 2:
+            raise ValueError(f"bank size must be at least 2, got {size}")
+        if not 0 < shrinkage <= 1:
+            raise ValueError(f"shrinkage must be in (0, 1], got {shrinkage}")
+        self.size, self.shrinkage = size, shrinkage
+        self.features = torch.zeros(size, dim, dtype=torch.float32, device=device)
+        self.count = 0  # features pushed so far; the bank holds min(count, size)
+        self._gaussian: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def __len__(self) -> int:
+        return min(self.count, self.size)
+
+    def push(self, features: torch.Tensor) -> None:
+        """Add (m, d) features (detached), overwriting the oldest."""
+        features = features.detach().to(self.features)
+        if features.ndim != 2 or features.shape[1] != self.features.shape[1]:
+            raise ValueError(f"features must be (m, {self.features.shape[1]}), got {tuple(features.shape)}")
+        pushed = len(features)
+        features = features[-self.size :]  # more than fits: the newest win
+        first = self.count + pushed - len(features)
+        slots = (first + torch.arange(len(features), device=self.features.device)) % self.size
+        self.features[slots] = features
+        self.count += pushed
+        self._gaussian = None
+
+    def gaussian(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mean (d,), precision (d, d)) float32 of the bank's features, computed in float64.
+
+        The covariance is the maximum-likelihood one (divided by n), shrunk towards its scaled
+        identity; cached until the next :meth:`push`.
+        """
+        if len(self) < 2:
+            raise ValueError(f"the gold bank holds {len(self)} feature(s); it needs at least 2")
+        if self._gaussian is None:
+            held = self.features[: len(self)].double()
+            mean = held.mean(dim=0)
+            centred = held - mean
+            covariance = centred.T @ centred / len(held)
+            dim = covariance.shape[0]
+            shrunk = (1 - self.shrinkage) * covariance
+            shrunk.diagonal().add_(self.shrinkage * covariance.trace() / dim)
+            precision = torch.linalg.inv(shrunk)
+            precision = (precision + precision.T) / 2
+            self._gaussian = mean.float(), precision.float()
+        return self._gaussian
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The bank as tensors (for a safetensors file): features and how many were pushed."""
+        return {"features": self.features.cpu().contiguous(), "count": torch.tensor(self.count, dtype=torch.int64)}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Restore :meth:`state_dict`; a ValueError names a misshapen entry."""
+        features = state.get("features")
+        if features is None or tuple(features.shape) != tuple(self.features.shape) or "count" not in state:
+            raise ValueError(
+                f"gold bank state must hold features of shape {tuple(self.features.shape)} and a count, "
+                f"got {sorted(state)} with features {None if features is None else tuple(features.shape)}"
+            )
+        self.features.copy_(features)
+        self.count = int(state["count"])
+        self._gaussian = None
+
+
+def mahalanobis_distance(features: torch.Tensor, mean: torch.Tensor, precision: torch.Tensor) -> torch.Tensor:
+    """sqrt((h - mu) P (h - mu)^T) of every row of ``features`` (n, d), differentiable: (n,) float32.
+
+    The square is clamped at a tiny positive value before the root, whose gradient is infinite at 0.
+    """
+    centred = features.float() - mean
+    squared = ((centred @ precision) * centred).sum(dim=-1)
+    return squared.clamp_min(1e-12).sqrt()
+
+
+def margin_loss(gold: torch.Tensor, copies: torch.Tensor, margin: float = DEFAULT_MARGIN) -> torch.Tensor:
+    """mean over contexts b and copies j of relu(margin + gold[b] - copies[b, j]).
+
+    gold: (B,) distances of the gold replies; copies: (B, M) distances of each context's copies.
+    """
+    if copies.ndim != 2 or copies.shape[0] != gold.shape[0]:
+        raise ValueError(f"copies must be (B, M) with B = {gold.shape[0]}, got {tuple(copies.shape)}")
+    return torch.relu(margin + gold[:, None] - copies).mean()
+
+
+def anchor_loss(features: torch.Tensor, anchor: torch.Tensor, precision: torch.Tensor) -> torch.Tensor:
+    """Mean Mahalanobis length, under ``precision``, of each feature's drift from its anchor.
+
+    features: (B, d) the golds' features now; anchor: (B, d) the starting model's (no gradient).
+    """
+    return mahalanobis_distance(features - anchor.detach().to(features.dtype), 0.0, precision).mean()
