@@ -38,7 +38,7 @@ from .data import SelectionData, epoch_negatives
 from .losses import CONTRASTIVE_AVERAGES, recall_and_mrr, selection_loss, supervised_contrastive_loss
 from .model import DensityModel
 from .negatives import KINDS, NegativeMix, draw_labelled_negatives, validation_candidates
-from .validation import DevJudgments, auc, pearson, spearman
+from .validation import DevJudgments, auc, last_turn_overlap, pearson, spearman
 
 logger = logging.getLogger(__name__)
 
@@ -498,6 +498,9 @@ class Trainer:
             scores = -stats.distances(features)
             metrics[f"{self.dev.name}_pearson"] = 100 * pearson(scores, self.dev.human)
             metrics[f"{self.dev.name}_spearman"] = 100 * spearman(scores, self.dev.human)
+            overlap = last_turn_overlap(self.dev.contexts, self.dev.responses)
+            metrics[f"{self.dev.name}_overlap_spearman"] = 100 * spearman(scores, overlap)
+            metrics[f"{self.dev.name}_human_overlap_spearman"] = 100 * spearman(self.dev.human, overlap)
         return metrics
 
     def save_state(self) -> None:
