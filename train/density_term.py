@@ -135,3 +135,43 @@ def anchor_loss(features: torch.Tensor, anchor: torch.Tensor, precision: torch.T
     features: (B, d) the golds' features now; anchor: (B, d) the starting model's (no gradient).
     """
     return mahalanobis_distance(features - anchor.detach().to(features.dtype), 0.0, precision).mean()
+
+
+BANK_FILE = "gold_bank.safetensors"  # the bank in a run's state/, for an exact resume
+
+
+class DensityTerm:
+    """weight * margin + anchor_weight * drift of one micro-batch, against the bank's current Gaussian.
+
+    Args:
+        bank: the gold bank; :meth:`push` adds a step's golds after the step (as MoCo enqueues keys).
+        margin: how much farther out than its gold each copy must lie.
+        weight, anchor_weight: the two parts' weights in the loss.
+        anchor: the frozen starting model (features of the golds to stay near), or None.
+    """
+
+    def __init__(self, bank: GoldBank, margin: float, weight: float, anchor_weight: float = 0.0, anchor=None):
+        self.bank, self.margin, self.weight, self.anchor_weight, self.anchor = (
+            bank,
+            margin,
+            weight,
+            anchor_weight,
+            anchor,
+        )
+
+    def loss(
+        self, gold: torch.Tensor, copies: torch.Tensor, anchor_features: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(weighted total, margin part, drift part). gold: (B, d); copies: (B, M, d); anchor_features: (B, d)."""
+        mean, precision = self.bank.gaussian()
+        batch, copies_per_context, dim = copies.shape
+        gold_distance = mahalanobis_distance(gold, mean, precision)
+        copy_distance = mahalanobis_distance(copies.reshape(-1, dim), mean, precision).view(batch, copies_per_context)
+        margin = margin_loss(gold_distance, copy_distance, self.margin)
+        drift = torch.zeros((), device=gold.device)
+        if anchor_features is not None and self.anchor_weight:
+            drift = anchor_loss(gold, anchor_features, precision)
+        return self.weight * margin + self.anchor_weight * drift, margin, drift
+
+    def push(self, gold: torch.Tensor) -> None:
+        self.bank.push(gold)

@@ -35,12 +35,14 @@ from density_metric.gaussian import GaussianAccumulator, GaussianStats
 from density_metric.pair_format import PairFormat, join_context
 
 from .data import SelectionData, epoch_negatives
+from .density_term import BANK_FILE, DensityTerm, GoldBank
 from .losses import CONTRASTIVE_AVERAGES, recall_and_mrr, selection_loss, supervised_contrastive_loss
 from .model import DensityModel
 from .negatives import KINDS, NegativeMix, draw_labelled_negatives, validation_candidates
 from .validation import DevJudgments, auc, last_turn_overlap, pearson, spearman
 
 logger = logging.getLogger(__name__)
+COPY_SEED_OFFSET = 1_000_003  # the density term's copies: a seed stream apart from the negatives'
 
 
 @dataclass
@@ -93,6 +95,19 @@ class TrainConfig:
     valid_fit_pairs: int = 4000
     evals_per_epoch: int = 1
     select_on: str = "recall_at_1"
+    eval_at_start: bool = False  # evaluate the starting model (logged as step 0), e.g. a fine-tune's baseline
+    # Fine-tuning: a DEnsity checkpoint folder whose encoder, head and pair format the run starts from.
+    init_from: str = ""
+    dropout: bool = True  # False: every dropout off (the density term wants features without it)
+    # The density term (train/density_term.py); 0 weight: off. Each context also gets density_copies
+    # negatives of copy_mix's kinds, used by this term and the contrastive term, never the cross-entropy.
+    density_weight: float = 0.0
+    density_margin: float = 3.0
+    density_copies: int = 4
+    copy_mix: str = "echo:1,speaker:1,earlier:1,span:1"
+    bank_size: int = 2048
+    bank_shrinkage: float = 0.1
+    anchor_weight: float = 1.0  # drift of the golds from the starting model's features (needs init_from)
 
     def __post_init__(self):
         if isinstance(self.pair_format, dict):  # as read back from trainer_state.json
@@ -113,6 +128,12 @@ class TrainConfig:
             raise ValueError(f"length_buckets must be >= 0, got {self.length_buckets}")
         if self.attention_dropout is not None and not 0 <= self.attention_dropout < 1:
             raise ValueError(f"attention_dropout must be in [0, 1), got {self.attention_dropout}")
+        if self.density_weight < 0 or self.anchor_weight < 0:
+            raise ValueError("density_weight and anchor_weight must be >= 0")
+        if self.density_weight and self.density_copies < 1:
+            raise ValueError(f"density_copies must be >= 1 with a density term, got {self.density_copies}")
+        if self.density_weight:
+            NegativeMix.parse(self.copy_mix)
         if self.mixed_precision not in ("auto", "no", "bf16", "fp16"):
             raise ValueError(f"mixed_precision must be 'auto', 'no', 'bf16' or 'fp16', got {self.mixed_precision!r}")
 
@@ -164,6 +185,14 @@ def set_attention_dropout(encoder, probability: float) -> None:
             module.dropout.p = probability
 
 
+def set_dropout(encoder, probability: float) -> None:
+    """Set every dropout of the encoder (and its saved config) to ``probability``."""
+    encoder.config.hidden_dropout_prob = encoder.config.attention_probs_dropout_prob = probability
+    for module in encoder.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = probability
+
+
 def _encode_groups(tokenizer, config: TrainConfig, contexts, candidates) -> dict[str, torch.Tensor]:
     """Model inputs of every (context, candidate) of the groups, group after group, in the run's layout."""
     rows = config.pair_format.encode_rows(tokenizer, contexts, candidates)
@@ -213,11 +242,14 @@ class Trainer:
         state_dir = self.out_dir / "state"
         resume = (state_dir / "trainer_state.json").is_file()
         torch.manual_seed(config.seed)
+        start = config.init_from or config.backbone
         model, self.tokenizer = DensityModel.load(
-            state_dir if resume else config.backbone, config.pair_format, config.feature_only_last_layer
+            state_dir if resume else start, config.pair_format, config.feature_only_last_layer
         )
         if config.attention_dropout is not None:
             set_attention_dropout(model.encoder, config.attention_dropout)
+        if not config.dropout:
+            set_dropout(model.encoder, 0.0)
         self.context_lengths = None
         if config.length_buckets:
             joined = [join_context(turns, config.pair_format.turn_separator) for turns in train.contexts]
@@ -250,6 +282,41 @@ class Trainer:
         fit = min(config.valid_fit_pairs, len(train))
         self.fit_rows = np.sort(np.random.default_rng(config.seed).choice(len(train), size=fit, replace=False))
         self.dev = dev
+        self.density_term = self._density_term(start, resume) if config.density_weight else None
+
+    def _density_term(self, start: str, resume: bool) -> DensityTerm:
+        """The density term, its gold bank filled from the starting model (or the saved state), and the
+        frozen starting model that the anchor measures drift from."""
+        config = self.config
+        anchor = None
+        if config.anchor_weight:
+            if not config.init_from:
+                raise ValueError("anchor_weight needs init_from (the model whose features the golds stay near)")
+            anchor, _ = DensityModel.load(start, config.pair_format, config.feature_only_last_layer)
+            anchor = anchor.to(self.accelerator.device).eval().requires_grad_(False)
+        dim = self.accelerator.unwrap_model(self.model).encoder.config.hidden_size
+        bank = GoldBank(config.bank_size, dim, config.bank_shrinkage, device=self.accelerator.device)
+        bank_file = self.out_dir / "state" / BANK_FILE
+        if resume:
+            bank.load_state_dict(load_file(str(bank_file)))
+        else:
+            rows = np.random.default_rng([config.seed, 1]).choice(
+                len(self.train_data), size=min(config.bank_size, len(self.train_data)), replace=False
+            )
+            self.model.eval()
+            with torch.no_grad():
+                features, _ = self._outputs(
+                    [self.train_data.contexts[i] for i in rows], [[self.train_data.responses[i]] for i in rows]
+                )
+            self.model.train()
+            bank.push(torch.from_numpy(features).float())
+        return DensityTerm(
+            bank,
+            config.density_margin,
+            config.density_weight,
+            config.anchor_weight,
+            anchor,
+        )
 
     def _retrieval_index(self, pool, split: str = "train"):
         """The retrieval index of ``pool``: ``config.retrieval_index`` for train, the file beside it
@@ -303,17 +370,21 @@ class Trainer:
             with open(self.out_dir / "log.jsonl", "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(record) + "\n")
 
-    def _micro_batch_loss(self, contexts, candidates, kinds) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The loss of one micro-batch and its two parts (cross-entropy, contrastive term).
+    def _micro_batch_loss(self, contexts, candidates, kinds) -> tuple[torch.Tensor, ...]:
+        """The loss of one micro-batch and its parts (cross-entropy, contrastive term, the density
+        term's margin and drift), and the golds' features (B, d), detached.
 
-        ``kinds``: per context, the kind of each negative (rows of an excluded kind stay out of
-        the contrastive term)."""
-        config, group_size = self.config, 1 + self.config.negatives
+        ``candidates``: per context, the gold, ``negatives`` negatives, then the density term's
+        copies (if any); the cross-entropy reads the first 1 + ``negatives``. ``kinds``: per
+        context, the kind of each negative and copy (rows of an excluded kind stay out of the
+        contrastive term)."""
+        config = self.config
+        group_size = len(candidates[0])
         batch = _encode_groups(self.tokenizer, config, contexts, candidates)
         device = self.accelerator.device
         with self.accelerator.autocast():
             features, logits = self.model({name: tensor.to(device) for name, tensor in batch.items()})
-        ce = selection_loss(logits, group_size)
+        ce = selection_loss(logits.view(-1, group_size)[:, : 1 + config.negatives].reshape(-1), 1 + config.negatives)
         contrastive = torch.zeros((), device=device)
         if config.contrastive_weight:
             keep, excluded = None, config.excluded_kinds
@@ -323,7 +394,20 @@ class Trainer:
             contrastive = supervised_contrastive_loss(
                 features, group_size, config.tau, config.contrastive_average, keep=keep
             )
-        return ce + config.contrastive_weight * contrastive, ce, contrastive
+        loss = ce + config.contrastive_weight * contrastive
+        grouped = features.view(len(contexts), group_size, -1)
+        margin = drift = torch.zeros((), device=device)
+        if self.density_term is not None:
+            anchor_features = None
+            if self.density_term.anchor is not None:
+                golds = _encode_groups(self.tokenizer, config, contexts, [group[:1] for group in candidates])
+                with torch.no_grad(), self.accelerator.autocast():
+                    anchor_features, _ = self.density_term.anchor({k: v.to(device) for k, v in golds.items()})
+            term, margin, drift = self.density_term.loss(
+                grouped[:, 0], grouped[:, 1 + config.negatives :], anchor_features
+            )
+            loss = loss + term
+        return loss, ce, contrastive, margin, drift, grouped[:, 0].detach()
 
     def train(self, stop_after_steps: int | None = None, stop_after_seconds: float | None = None) -> dict:
         """Run the remaining epochs, or stop (state saved) after ``stop_after_steps`` optimizer steps
@@ -331,6 +415,8 @@ class Trainer:
         config, accelerator = self.config, self.accelerator
         world, rank = accelerator.num_processes, accelerator.process_index
         taken, started = 0, time.monotonic()
+        if config.eval_at_start and self.progress["global_step"] == 0:
+            self._evaluate_and_select(0)
         while self.progress["epoch"] < config.epochs:
             epoch = self.progress["epoch"]
             batches = epoch_batches(
@@ -355,7 +441,7 @@ class Trainer:
                 disable=not accelerator.is_main_process,
             )
             for step in bar:
-                losses = []
+                losses, new_golds = [], []
                 for micro in range(config.grad_accum):
                     index = (step * world + rank) * config.grad_accum + micro
                     rows = batches[index]
@@ -365,18 +451,28 @@ class Trainer:
                     else:
                         hard = self.progress["global_step"] >= config.hard_negatives_after
                         drawn = self._draw(rows, epoch, self.mix if hard else self.random_mix)
+                    if self.density_term is not None:
+                        for row, copies in self._draw_copies(rows, epoch).items():
+                            drawn[row] = [*drawn[row], *copies]
                     candidates = [[self.train_data.responses[i], *(text for _, text in drawn[i])] for i in rows]
                     kinds = [[kind for kind, _ in drawn[i]] for i in rows]
                     sync = micro == config.grad_accum - 1
                     with contextlib.nullcontext() if sync else accelerator.no_sync(self.model):
-                        loss, ce, contrastive = self._micro_batch_loss(contexts, candidates, kinds)
+                        loss, ce, contrastive, margin, drift, golds = self._micro_batch_loss(
+                            contexts, candidates, kinds
+                        )
                         accelerator.backward(loss / config.grad_accum)
-                    losses.append(torch.stack([loss, ce, contrastive]).detach())
+                    losses.append(torch.stack([loss, ce, contrastive, margin, drift]).detach())
+                    if self.density_term is not None:
+                        new_golds.append(golds)
                 accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
                 self.optimizer.step()
                 self.scheduler.step()
                 self.optimizer.zero_grad()
-                mean_loss, mean_ce, mean_contrastive = accelerator.reduce(torch.stack(losses).mean(0), "mean").tolist()
+                if self.density_term is not None:  # after the step: a step's golds never measure themselves
+                    self.density_term.push(accelerator.gather(torch.cat(new_golds)).float())
+                means = accelerator.reduce(torch.stack(losses).mean(0), "mean").tolist()
+                mean_loss, mean_ce, mean_contrastive, mean_margin, mean_drift = means
                 self.progress["step_in_epoch"] = step + 1
                 self.progress["global_step"] += 1
                 bar.set_postfix(loss=f"{mean_loss:.4f}")
@@ -388,6 +484,7 @@ class Trainer:
                         "loss": mean_loss,
                         "ce": mean_ce,
                         "contrastive": mean_contrastive,
+                        **({"margin": mean_margin, "drift": mean_drift} if self.density_term is not None else {}),
                         "lr": self.scheduler.get_last_lr()[0],
                         "elapsed": round(time.monotonic() - started, 2),  # seconds since this process began
                     }
@@ -420,6 +517,19 @@ class Trainer:
             seed=self.config.negatives_seed + epoch,
             epoch=0,
             retrieval=self.retrieval,
+        )
+        return dict(zip((int(row) for row in rows), drawn))
+
+    def _draw_copies(self, rows, epoch: int) -> dict[int, list[tuple[str, str]]]:
+        """``density_copies`` negatives of ``copy_mix`` per row, as (kind, text), from their own seed
+        stream (negatives_seed + COPY_SEED_OFFSET + epoch), so they never repeat a mix's hard negatives."""
+        drawn = draw_labelled_negatives(
+            self.train_data,
+            rows,
+            self.config.density_copies,
+            NegativeMix.parse(self.config.copy_mix),
+            seed=self.config.negatives_seed + COPY_SEED_OFFSET + epoch,
+            epoch=0,
         )
         return dict(zip((int(row) for row in rows), drawn))
 
@@ -515,6 +625,8 @@ class Trainer:
                 state_dir, self.optimizer.optimizer if hasattr(self.optimizer, "optimizer") else self.optimizer
             )
             save_file({f"rank{r}": rng[r].contiguous() for r in range(len(rng))}, str(state_dir / "rng.safetensors"))
+            if self.density_term is not None:
+                save_file(self.density_term.bank.state_dict(), str(state_dir / BANK_FILE))
             scheduler = {k: v for k, v in self.scheduler.state_dict().items() if k != "lr_lambdas"}
             (state_dir / "trainer_state.json").write_text(
                 json.dumps({"progress": self.progress, "scheduler": scheduler, "config": asdict(self.config)}, indent=2)
