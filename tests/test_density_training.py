@@ -105,3 +105,11 @@ def test_eval_at_start_logs_the_starting_model_as_step_0(backbone, start, tmp_pa
     Trainer(config, train, valid, tmp_path).train()
     evaluations = [r for r in read_log(tmp_path) if r["type"] == "eval"]
     assert [r["step"] for r in evaluations] == [0, 1]
+
+
+def test_recall_is_measured_over_valid_negatives_when_given(backbone, start, tmp_path):  # noqa: F811
+    train, valid = dialogue_data()
+    trainer = Trainer(density_config(backbone, start, valid_negatives=7), train, valid, tmp_path)
+    assert {len(row) for row in trainer.valid_negatives} == {7}
+    assert trainer.config.negatives == 3
+    assert 0.0 <= trainer.evaluate()["recall_at_1"] <= 1.0

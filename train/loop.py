@@ -73,6 +73,7 @@ class TrainConfig:
     seed: int = 42
     eval_batch_size: int = 32  # validation contexts per forward pass
     valid_limit: int = 0  # validation pairs scored for Recall@1 after each epoch; 0: all
+    valid_negatives: int = 0  # random candidates beside each validation gold for Recall@1; 0: ``negatives``
     mixed_precision: str = "auto"  # "auto": bf16 on CUDA and on CPUs with native bf16, else "no"; or "no"/"bf16"/"fp16"
     max_steps_per_epoch: int = 0  # 0: the whole epoch
     save_every: int = 200  # optimizer steps between saves of state/ (also saved after every epoch)
@@ -274,7 +275,7 @@ class Trainer:
                 self.progress["step_in_epoch"],
             )
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
-        self.valid_negatives = valid.negatives(config.negatives, config.negatives_seed)
+        self.valid_negatives = valid.negatives(config.valid_negatives or config.negatives, config.negatives_seed)
         self.mix = NegativeMix.parse(config.negative_mix)
         self.random_mix = NegativeMix.parse("random:1")  # before hard_negatives_after
         self.retrieval = self._retrieval_index(train.pool) if "retrieved" in self.mix.kinds else None
@@ -557,7 +558,7 @@ class Trainer:
         f(c, r) and by DEnsity distance and the human-judgment correlations if there are any."""
         config, accelerator = self.config, self.accelerator
         self.model.eval()
-        data, group_size = self.valid_data, 1 + config.negatives
+        data, group_size = self.valid_data, 1 + (config.valid_negatives or config.negatives)
         mine = range(accelerator.process_index, len(data), accelerator.num_processes)
         totals = torch.zeros(3, device=accelerator.device)
         if len(mine):
