@@ -15,12 +15,14 @@ from train.negatives import (
     draw_labelled_negatives,
     draw_negatives,
     drop_negative,
+    earlier_negative,
     echo_negative,
     random_negative,
     repeat_negative,
     retrieved_negative,
     same_dialogue_negative,
     shuffle_negative,
+    span_negative,
     speaker_negative,
     validation_candidates,
 )
@@ -34,7 +36,9 @@ DIALOGUES = [
     ["Do you like jazz ?", "I love it , especially old records .", "Me too .", "Let's go to a concert .", "OK ."],
     ["Where do you live ?", "In a small town near the sea .", "Sounds lovely .", "It is quiet ."],
 ] * 3  # repeated dialogues: the same utterances in several pairs, as in a real corpus
-MIX = NegativeMix.parse("random:8,same-dialogue:2,echo:1,speaker:1,repeat:1,drop:1,shuffle:1,retrieved:1")
+MIX = NegativeMix.parse(
+    "random:8,same-dialogue:2,echo:1,speaker:1,repeat:1,drop:1,shuffle:1,retrieved:1,earlier:1,span:1"
+)
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +107,29 @@ def test_speaker_joins_the_previous_turn_before_or_after_the_gold():
     assert speaker_negative(["?"], "fine .", rng()) is None  # the previous turn has no word
 
 
+def test_earlier_is_a_context_turn_before_the_last_and_never_the_gold():
+    context = ["first turn", "Reply .", "second turn", "last turn"]
+    picks = {earlier_negative(context, "reply", rng(seed)) for seed in range(200)}
+    assert picks == {"first turn", "second turn"}  # never the last turn, never a copy of the gold
+    assert earlier_negative(["only turn"], "reply", rng()) is None
+    assert earlier_negative(["last turn", "last turn ."], "reply", rng()) is None  # the last turn's text
+
+
+def test_span_is_3_to_12_consecutive_words_of_a_context_turn_mostly_the_last():
+    last = " ".join(f"w{i}" for i in range(20))
+    context = ["a b c d e", last]
+    picks = [span_negative(context, rng(seed)) for seed in range(2000)]
+    from_last = [p for p in picks if p.startswith("w")]
+    assert 0.65 < len(from_last) / len(picks) < 0.75  # SPAN_LAST = 0.7 (+ never from a one-turn context)
+    for pick in from_last:
+        tokens = pick.split()
+        assert 3 <= len(tokens) <= 12 and f" {pick} " in f" {last} "
+    assert {len(p.split()) for p in from_last} == set(range(3, 13))
+    assert {p for p in picks if not p.startswith("w")} <= {"a b c", "b c d", "c d e", "a b c d", "b c d e", "a b c d e"}
+    assert span_negative(["ok ?"], rng()) == "ok ?"  # shorter than the span: the whole turn
+    assert span_negative(["? !"], rng()) is None
+
+
 GOLD = "well , i think we should leave before the rain starts ."
 CONTEXT = ["shall we go out ?", "it looks like rain .", "maybe , what do you think ?"]
 GENERATORS = {
@@ -113,6 +140,8 @@ GENERATORS = {
     "repeat": lambda r: repeat_negative(GOLD, r),
     "drop": lambda r: drop_negative(GOLD, r),
     "shuffle": lambda r: shuffle_negative(GOLD, r),
+    "earlier": lambda r: earlier_negative(CONTEXT, GOLD, r),
+    "span": lambda r: span_negative(CONTEXT, r),
 }
 
 

@@ -396,7 +396,7 @@ def test_the_loss_with_hard_negatives_equals_a_naive_loop(backbone, tmp_path, ex
     kinds = [[kind for kind, _ in drawn[i]] for i in rows]
     trainer.model.eval()
     with torch.no_grad():
-        loss, ce_part, scl_part = (x.item() for x in trainer._micro_batch_loss(contexts, candidates, kinds))
+        loss, ce_part, scl_part = (x.item() for x in trainer._micro_batch_loss(contexts, candidates, kinds)[:3])
         features, logits = trainer.model(_encode_groups(trainer.tokenizer, trainer.config, contexts, candidates))
     features, logits = features.double().numpy(), logits.double().numpy()
     group = 7

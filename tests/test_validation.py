@@ -5,7 +5,7 @@ import pytest
 from scipy.stats import pearsonr, spearmanr
 from sklearn.metrics import roc_auc_score
 
-from train.validation import auc, average_ranks, pearson, spearman
+from train.validation import auc, average_ranks, last_turn_overlap, pearson, spearman
 
 
 def test_auc_equals_scikit_learn_with_ties():
@@ -21,3 +21,11 @@ def test_rank_correlations_equal_scipy_with_ties():
     assert spearman(x, y) == pytest.approx(spearmanr(x, y).statistic, abs=1e-12)
     assert pearson(x, y) == pytest.approx(pearsonr(x, y).statistic, abs=1e-12)
     assert average_ranks([3.0, 1.0, 3.0]).tolist() == [2.5, 1.0, 2.5]
+
+
+def test_last_turn_overlap_is_the_share_of_reply_words_found_in_the_last_turn():
+    contexts = [["Where is it?", "Is it in the kitchen?"], ["hello"], [], ["a b"]]
+    responses = ["It is in the KITCHEN, yes.", "bye", "anything", "?!"]
+    # "it is in the kitchen yes": it, is, in, the, kitchen found (5 of 6); nothing else overlaps.
+    expected = [5 / 6, 0.0, 0.0, 0.0]
+    np.testing.assert_allclose(last_turn_overlap(contexts, responses), expected)

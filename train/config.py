@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 
 from density_metric.pair_format import LAYOUTS, POOLINGS, PairFormat
 
@@ -30,7 +31,7 @@ RESUMABLE_FLAGS = (
     "--weights-dtype",
 )
 # Fields whose flag is not "--" + the field's name with dashes (store_true flags say when they are on).
-_FLAGS = {"feature_only_last_layer": "--full-last-layer"}
+_FLAGS = {"feature_only_last_layer": "--full-last-layer", "dropout": "--no-dropout"}
 
 
 @dataclass
@@ -83,6 +84,20 @@ class TrainConfig:
     valid_fit_pairs: int = 4000
     evals_per_epoch: int = 1
     select_on: str = "recall_at_1"
+    valid_negatives: int = 0  # random candidates beside each validation gold for Recall@1; 0: ``negatives``
+    eval_at_start: bool = False  # evaluate the starting model too (logged as step 0): a fine-tune's baseline
+    # Fine-tuning: a DEnsity checkpoint (or a run's best/) whose encoder and head the run starts from.
+    init_from: str = ""
+    dropout: bool = True  # False: every dropout off (the density term wants features without it)
+    # The density term (train/density_term.py); weight 0: off. Each context also gets density_copies
+    # negatives of copy_mix's kinds, for this term and the contrastive term, never the cross-entropy.
+    density_weight: float = 0.0
+    density_margin: float = 3.0
+    density_copies: int = 4
+    copy_mix: str = "echo:1,speaker:1,earlier:1,span:1"
+    bank_size: int = 2048
+    bank_shrinkage: float = 0.1
+    anchor_weight: float = 1.0  # drift of the golds from the starting model's features (needs init_from)
 
     def __post_init__(self):
         if isinstance(self.pair_format, dict):  # as read back from trainer_state.json
@@ -103,6 +118,21 @@ class TrainConfig:
             raise ValueError(f"length_buckets must be >= 0, got {self.length_buckets}")
         if self.attention_dropout is not None and not 0 <= self.attention_dropout < 1:
             raise ValueError(f"attention_dropout must be in [0, 1), got {self.attention_dropout}")
+        if self.density_weight < 0 or self.anchor_weight < 0:
+            raise ValueError(
+                f"density_weight and anchor_weight must be >= 0, got {self.density_weight} and {self.anchor_weight}"
+            )
+        if self.density_weight:
+            if self.density_copies < 1:
+                raise ValueError(f"density_copies must be >= 1 with a density term, got {self.density_copies}")
+            if self.bank_size < 2 or not 0 < self.bank_shrinkage <= 1:
+                raise ValueError(
+                    f"bank_size must be >= 2 and bank_shrinkage in (0, 1], got {self.bank_size}, {self.bank_shrinkage}"
+                )
+            try:
+                NegativeMix.parse(self.copy_mix)
+            except ValueError as err:
+                raise ValueError(f"copy_mix {self.copy_mix!r}: {err}") from None
         if self.mixed_precision not in ("auto", "no", "bf16", "fp16"):
             raise ValueError(f"mixed_precision must be 'auto', 'no', 'bf16' or 'fp16', got {self.mixed_precision!r}")
 
@@ -118,7 +148,7 @@ def flag_of(name: str) -> str:
 
 
 def _flag_value(name: str, value) -> str:
-    if name == "feature_only_last_layer":
+    if name in ("feature_only_last_layer", "dropout"):  # flags that turn something off
         return "off" if value else "on"
     if isinstance(value, bool):
         return "on" if value else "off"
@@ -158,7 +188,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         raise ValueError(f"--negative-mix {args.negative_mix!r}: {err}") from None
     return TrainConfig(
         backbone=args.backbone,
-        pair_format=pair_format_from(args),
+        pair_format=pair_format_from(args, init_from_pair_format(args.init_from) if args.init_from else None),
         feature_only_last_layer=not args.full_last_layer,
         **{
             f.name: getattr(args, f.name)
@@ -168,9 +198,38 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     )
 
 
-def pair_format_from(args) -> PairFormat:
-    """The PairFormat of the pair-format flags; a ValueError says which bound is broken."""
-    return PairFormat(args.turn_separator, args.max_length, args.max_response_length, args.layout, args.pooling)
+def init_from_pair_format(directory: str) -> PairFormat:
+    """The pair format of the DEnsity checkpoint ``directory`` (``--init-from``; ``default``: the bundled
+    release), which the run must keep; a ValueError names the folder or file."""
+    from density_metric.checkpoint_format import CONFIG_FILE, DensityConfig
+    from density_metric.errors import CheckpointError
+
+    path = Path(directory) / CONFIG_FILE
+    if not path.is_file():
+        raise ValueError(f"--init-from {directory}: no {CONFIG_FILE}; give a DEnsity checkpoint folder")
+    try:
+        return DensityConfig.from_file(path).pair_format
+    except CheckpointError as err:
+        raise ValueError(f"--init-from: {err}") from None
+
+
+def pair_format_from(args, checkpoint: PairFormat | None = None) -> PairFormat:
+    """The PairFormat of the pair-format flags (a flag not given: the default, or ``checkpoint``'s
+    value); a ValueError names a flag that contradicts ``checkpoint``, or a broken bound."""
+    base = checkpoint or PairFormat()
+    values = {name: getattr(args, name) for name in _PAIR_FORMAT_FIELDS}
+    if checkpoint is not None:
+        clashes = [
+            f"{flag_of(name)} {value!r} (the checkpoint has {getattr(checkpoint, name)!r})"
+            for name, value in values.items()
+            if value is not None and value != getattr(checkpoint, name)
+        ]
+        if clashes:
+            raise ValueError(f"--init-from keeps the checkpoint's pair format; drop {', '.join(clashes)}")
+    return PairFormat(**{name: getattr(base, name) if value is None else value for name, value in values.items()})
+
+
+_PAIR_FORMAT_FIELDS = ("turn_separator", "max_length", "max_response_length", "layout", "pooling")
 
 
 def add_pair_format_arguments(parser) -> None:
@@ -178,33 +237,33 @@ def add_pair_format_arguments(parser) -> None:
     group = parser.add_argument_group("pair format (how a pair becomes token ids; stored in the checkpoint)")
     group.add_argument(
         "--turn-separator",
-        default=defaults.turn_separator,
+        default=None,
         help=f"token between context turns; a new one is added to the vocabulary (default: {defaults.turn_separator})",
     )
     group.add_argument(
         "--max-length",
         type=int,
-        default=defaults.max_length,
+        default=None,
         help=f"most tokens per pair; the oldest context tokens go first (default: {defaults.max_length})",
     )
     group.add_argument(
         "--layout",
         choices=LAYOUTS,
-        default=defaults.layout,
+        default=None,
         help="paper (default, the published method: one row per pair) or shared-context (one row per "
         "context, a block per candidate; see density_metric/pair_format.py)",
     )
     group.add_argument(
         "--pooling",
         choices=POOLINGS,
-        default=defaults.pooling,
+        default=None,
         help="feature-token (default: the final-layer state of [CLS], or of each block's first token) or mean "
         "(the mean over each candidate's block; shared-context only, computes the whole last layer)",
     )
     group.add_argument(
         "--max-response-length",
         type=int,
-        default=defaults.max_response_length,
+        default=None,
         help=f"most response tokens (default: {defaults.max_response_length})",
     )
 
@@ -318,9 +377,56 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
         "auc_density/echo (default recall_at_1)",
     )
     negatives.add_argument(
+        "--valid-negatives",
+        type=int,
+        default=0,
+        help="random candidates beside each validation gold for Recall@1 (default 0: --negatives)",
+    )
+    negatives.add_argument(
+        "--eval-at-start", action="store_true", help="evaluate the starting model too, logged as step 0"
+    )
+    negatives.add_argument(
         "--dev-judgments",
         default=None,
         help="shared data folder with zhao2020/: validate on DailyDialog-Zhao's first 20 %%",
+    )
+    density = parser.add_argument_group(
+        "fine-tuning and the density term (train/density_term.py: copies of the context must lie farther "
+        "out than golds under the Gaussian of the current golds)"
+    )
+    density.add_argument(
+        "--init-from",
+        default="",
+        metavar="CHECKPOINT",
+        help="start from a DEnsity checkpoint folder's encoder, head and pair format (pair-format flags that "
+        "contradict it are refused), e.g. density_metric/default, the bundled release",
+    )
+    density.add_argument(
+        "--no-dropout", dest="dropout", action="store_false", help="turn every dropout off (default: the backbone's)"
+    )
+    density.add_argument(
+        "--density-weight", type=float, default=0.0, help="weight of the density term's margin (default 0: off)"
+    )
+    density.add_argument(
+        "--density-margin", type=float, default=3.0, help="how much farther out a copy must lie (default 3)"
+    )
+    density.add_argument("--density-copies", type=int, default=4, help="copies per context (default 4)")
+    density.add_argument(
+        "--copy-mix",
+        default="echo:1,speaker:1,earlier:1,span:1",
+        help="kinds of the copies, weighted as --negative-mix (default echo:1,speaker:1,earlier:1,span:1)",
+    )
+    density.add_argument(
+        "--bank-size", type=int, default=2048, help="recent gold features whose Gaussian the term uses (default 2048)"
+    )
+    density.add_argument(
+        "--bank-shrinkage", type=float, default=0.1, help="shrinkage of the bank's covariance (default 0.1)"
+    )
+    density.add_argument(
+        "--anchor-weight",
+        type=float,
+        default=1.0,
+        help="weight of the golds' Mahalanobis drift from the --init-from model (default 1; 0: none)",
     )
     speed = parser.add_argument_group("speed")
     speed.add_argument(

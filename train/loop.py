@@ -39,12 +39,13 @@ from density_metric.pair_format import join_context
 
 from .config import TrainConfig, check_resumable
 from .data import SelectionData, epoch_negatives
+from .density_term import BANK_FILE, DensityTerm, draw_copies, start_density_term
 from .losses import recall_and_mrr, selection_loss, supervised_contrastive_loss
 from .model import DensityModel
 from .negatives import KINDS, NegativeMix, draw_labelled_negatives, validation_candidates
 from .run_log import truncate_log
 from .state import STATE_FILE, load_optimizer, read_trainer_state, save_optimizer, write_trainer_state
-from .validation import DevJudgments, auc, pearson, spearman
+from .validation import DevJudgments, auc, last_turn_overlap, pearson, spearman
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +92,14 @@ def set_attention_dropout(encoder, probability: float) -> None:
             module.dropout.p = probability
 
 
+def set_dropout(encoder, probability: float) -> None:
+    """Set every dropout of the encoder (and its saved config) to ``probability``."""
+    encoder.config.hidden_dropout_prob = encoder.config.attention_probs_dropout_prob = probability
+    for module in encoder.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = probability
+
+
 def _encode_groups(tokenizer, config: TrainConfig, contexts, candidates) -> dict[str, torch.Tensor]:
     """Model inputs of every (context, candidate) of the groups, group after group, in the run's layout."""
     rows = config.pair_format.encode_rows(tokenizer, contexts, candidates)
@@ -123,11 +132,14 @@ class Trainer:
             check_resumable(saved["config"], config, str(state_dir / STATE_FILE))
         resume = saved is not None
         torch.manual_seed(config.seed)
+        start = config.init_from or config.backbone
         model, self.tokenizer = DensityModel.load(
-            state_dir if resume else config.backbone, config.pair_format, config.feature_only_last_layer
+            state_dir if resume else start, config.pair_format, config.feature_only_last_layer
         )
         if config.attention_dropout is not None:
             set_attention_dropout(model.encoder, config.attention_dropout)
+        if not config.dropout:
+            set_dropout(model.encoder, 0.0)
         self.context_lengths = None
         if config.length_buckets:
             joined = [join_context(turns, config.pair_format.turn_separator) for turns in train.contexts]
@@ -153,7 +165,7 @@ class Trainer:
             if self.accelerator.is_main_process:  # the steps after the saved state are taken again
                 truncate_log(self.out_dir / "log.jsonl", self.progress["global_step"])
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
-        self.valid_negatives = valid.negatives(config.negatives, config.negatives_seed)
+        self.valid_negatives = valid.negatives(config.valid_negatives or config.negatives, config.negatives_seed)
         self.mix = NegativeMix.parse(config.negative_mix)
         self.random_mix = NegativeMix.parse("random:1")  # before hard_negatives_after
         self.retrieval = self._retrieval_index(train.pool) if "retrieved" in self.mix.kinds else None
@@ -161,6 +173,26 @@ class Trainer:
         fit = min(config.valid_fit_pairs, len(train))
         self.fit_rows = np.sort(np.random.default_rng(config.seed).choice(len(train), size=fit, replace=False))
         self.dev = dev
+        self.density_term: DensityTerm | None = None
+        if config.density_weight:
+            self.density_term = start_density_term(
+                config,
+                start,
+                self._gold_features,
+                len(train),
+                model.encoder.config.hidden_size,
+                self.accelerator.device,
+                state_dir / BANK_FILE if resume else None,
+            )
+
+    @torch.no_grad()
+    def _gold_features(self, rows) -> np.ndarray:
+        """Features (n, d) of the training golds at ``rows``, without dropout."""
+        self.model.eval()
+        data = self.train_data
+        features, _ = self._outputs([data.contexts[i] for i in rows], [[data.responses[i]] for i in rows])
+        self.model.train()
+        return features
 
     def _retrieval_index(self, pool, split: str = "train"):
         """The retrieval index of ``pool``: ``config.retrieval_index`` for train, the file beside it
@@ -219,17 +251,20 @@ class Trainer:
             with open(self.out_dir / "log.jsonl", "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(record) + "\n")
 
-    def _micro_batch_loss(self, contexts, candidates, kinds) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The loss of one micro-batch and its two parts (cross-entropy, contrastive term).
+    def _micro_batch_loss(self, contexts, candidates, kinds) -> tuple[torch.Tensor, ...]:
+        """The loss of one micro-batch, its parts (cross-entropy, contrastive term, the density
+        term's margin and drift) and the golds' features (B, d), detached.
 
-        ``kinds``: per context, the kind of each negative (rows of an excluded kind stay out of
-        the contrastive term)."""
-        config, group_size = self.config, 1 + self.config.negatives
+        ``candidates``: per context, the gold, ``negatives`` negatives, then the density term's
+        copies (if any); the cross-entropy reads the first 1 + ``negatives``. ``kinds``: per
+        context, the kind of each negative and copy (rows of an excluded kind stay out of the
+        contrastive term)."""
+        config, group_size, selection = self.config, len(candidates[0]), 1 + self.config.negatives
         batch = _encode_groups(self.tokenizer, config, contexts, candidates)
         device = self.accelerator.device
         with self.accelerator.autocast():
             features, logits = self.model({name: tensor.to(device) for name, tensor in batch.items()})
-        ce = selection_loss(logits, group_size)
+        ce = selection_loss(logits.view(-1, group_size)[:, :selection].reshape(-1), selection)
         contrastive = torch.zeros((), device=device)
         if config.contrastive_weight:
             keep, excluded = None, config.excluded_kinds
@@ -239,7 +274,19 @@ class Trainer:
             contrastive = supervised_contrastive_loss(
                 features, group_size, config.tau, config.contrastive_average, keep=keep
             )
-        return ce + config.contrastive_weight * contrastive, ce, contrastive
+        loss = ce + config.contrastive_weight * contrastive
+        golds = features.view(len(contexts), group_size, -1)[:, 0]
+        margin = drift = torch.zeros((), device=device)
+        if self.density_term is not None:
+            anchor_features = None
+            if self.density_term.anchor is not None:
+                alone = _encode_groups(self.tokenizer, config, contexts, [group[:1] for group in candidates])
+                with torch.no_grad(), self.accelerator.autocast():
+                    anchor_features, _ = self.density_term.anchor({k: v.to(device) for k, v in alone.items()})
+            copies = features.view(len(contexts), group_size, -1)[:, selection:]
+            term, margin, drift = self.density_term.loss(golds, copies, anchor_features)
+            loss = loss + term
+        return loss, ce, contrastive, margin, drift, golds.detach()
 
     def train(self, stop_after_steps: int | None = None, stop_after_seconds: float | None = None) -> dict:
         """Run the remaining epochs, or stop (state saved) after ``stop_after_steps`` optimizer steps
@@ -247,6 +294,8 @@ class Trainer:
         config, accelerator = self.config, self.accelerator
         world, rank = accelerator.num_processes, accelerator.process_index
         taken, started = 0, time.monotonic()
+        if config.eval_at_start and self.progress["global_step"] == 0:
+            self._evaluate_and_select(0)
         while self.progress["epoch"] < config.epochs:
             epoch = self.progress["epoch"]
             batches = epoch_batches(
@@ -271,7 +320,7 @@ class Trainer:
                 disable=not accelerator.is_main_process,
             )
             for step in bar:
-                losses = []
+                losses, golds = [], []
                 for micro in range(config.grad_accum):
                     index = (step * world + rank) * config.grad_accum + micro
                     rows = batches[index]
@@ -281,18 +330,25 @@ class Trainer:
                     else:
                         hard = self.progress["global_step"] >= config.hard_negatives_after
                         drawn = self._draw(rows, epoch, self.mix if hard else self.random_mix)
+                    if self.density_term is not None:
+                        for row, copies in draw_copies(self.train_data, rows, config, epoch).items():
+                            drawn[row] = [*drawn[row], *copies]
                     candidates = [[self.train_data.responses[i], *(text for _, text in drawn[i])] for i in rows]
                     kinds = [[kind for kind, _ in drawn[i]] for i in rows]
                     sync = micro == config.grad_accum - 1
                     with contextlib.nullcontext() if sync else accelerator.no_sync(self.model):
-                        loss, ce, contrastive = self._micro_batch_loss(contexts, candidates, kinds)
-                        accelerator.backward(loss / config.grad_accum)
-                    losses.append(torch.stack([loss, ce, contrastive]).detach())
+                        *parts, step_golds = self._micro_batch_loss(contexts, candidates, kinds)
+                        accelerator.backward(parts[0] / config.grad_accum)
+                    losses.append(torch.stack(parts).detach())
+                    golds.append(step_golds)
                 accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
                 self.optimizer.step()
                 self.scheduler.step()
                 self.optimizer.zero_grad()
-                mean_loss, mean_ce, mean_contrastive = accelerator.reduce(torch.stack(losses).mean(0), "mean").tolist()
+                if self.density_term is not None:  # after the step: a step's golds never measure themselves
+                    self.density_term.push(accelerator.gather(torch.cat(golds)).float())
+                means = accelerator.reduce(torch.stack(losses).mean(0), "mean").tolist()
+                mean_loss, mean_ce, mean_contrastive, mean_margin, mean_drift = means
                 self.progress["step_in_epoch"] = step + 1
                 self.progress["global_step"] += 1
                 bar.set_postfix(loss=f"{mean_loss:.4f}")
@@ -304,6 +360,7 @@ class Trainer:
                         "loss": mean_loss,
                         "ce": mean_ce,
                         "contrastive": mean_contrastive,
+                        **({"margin": mean_margin, "drift": mean_drift} if self.density_term is not None else {}),
                         "lr": self.scheduler.get_last_lr()[0],
                         "elapsed": round(time.monotonic() - started, 2),  # seconds since this process began
                     }
@@ -363,7 +420,7 @@ class Trainer:
         f(c, r) and by DEnsity distance and the human-judgment correlations if there are any."""
         config, accelerator = self.config, self.accelerator
         self.model.eval()
-        data, group_size = self.valid_data, 1 + config.negatives
+        data, group_size = self.valid_data, 1 + (config.valid_negatives or config.negatives)
         mine = range(accelerator.process_index, len(data), accelerator.num_processes)
         totals = torch.zeros(3, device=accelerator.device)
         if len(mine):
@@ -414,6 +471,9 @@ class Trainer:
             scores = -stats.distances(features)
             metrics[f"{self.dev.name}_pearson"] = 100 * pearson(scores, self.dev.human)
             metrics[f"{self.dev.name}_spearman"] = 100 * spearman(scores, self.dev.human)
+            overlap = last_turn_overlap(self.dev.contexts, self.dev.responses)
+            metrics[f"{self.dev.name}_overlap_spearman"] = 100 * spearman(scores, overlap)
+            metrics[f"{self.dev.name}_human_overlap_spearman"] = 100 * spearman(self.dev.human, overlap)
         return metrics
 
     def save_state(self) -> None:
@@ -428,6 +488,8 @@ class Trainer:
                 state_dir, self.optimizer.optimizer if hasattr(self.optimizer, "optimizer") else self.optimizer
             )
             save_file({f"rank{r}": rng[r].contiguous() for r in range(len(rng))}, str(state_dir / "rng.safetensors"))
+            if self.density_term is not None:
+                save_file(self.density_term.bank.state_dict(), str(state_dir / BANK_FILE))
             scheduler = {k: v for k, v in self.scheduler.state_dict().items() if k != "lr_lambdas"}
             write_trainer_state(state_dir, self.progress, scheduler, asdict(self.config))
         accelerator.wait_for_everyone()

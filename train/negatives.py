@@ -13,6 +13,9 @@ and returns one negative, or ``None`` where it cannot make a valid one:
   0.7, else another one.
 - ``speaker`` (:func:`speaker_negative`): the previous turn joined to the gold, in front of it
   or after it (one speaker says both turns).
+- ``earlier`` (:func:`earlier_negative`): a context turn before the last one, verbatim.
+- ``span`` (:func:`span_negative`): a run of 3-12 consecutive words of one context turn, most
+  often the last (a partial parrot).
 - ``repeat`` (:func:`repeat_negative`): one word of the gold said 3-4 times, or a 2-4-word span
   said 2-3 times, in place. A word said twice ("very very", "no no") is often natural speech,
   hence 3-4 times for single words.
@@ -63,15 +66,20 @@ from .data import SelectionData, normalise
 if TYPE_CHECKING:
     from .retrieval import RetrievalIndex
 
-KINDS = ("random", "same-dialogue", "echo", "speaker", "repeat", "drop", "shuffle", "retrieved")
+# New kinds go at the end: a kind's position is its seed stream, so the others' draws stay the same.
+KINDS = ("random", "same-dialogue", "echo", "speaker", "repeat", "drop", "shuffle", "retrieved", "earlier", "span")
 # Kinds that change the gold's words: the word sequence must differ from the gold's.
 PERTURBATIONS = frozenset({"repeat", "drop", "shuffle"})
 # Kinds made from the gold's own words (a perturbation, or the gold behind the previous turn):
 # near-copies of it, which ``--contrastive-exclude`` can keep out of the contrastive term.
 GOLD_KINDS = frozenset({"speaker", *PERTURBATIONS})
 # Kinds whose negatives are (or may be) context turns by definition.
-CONTEXT_KINDS = frozenset({"echo", "same-dialogue"})
+CONTEXT_KINDS = frozenset({"echo", "same-dialogue", "earlier", "span"})
+# Kinds that copy the context, in whole or in part: what the density must learn to put far out.
+COPY_KINDS = frozenset({"echo", "speaker", "earlier", "span"})
 ECHO_LAST = 0.7  # probability that echo repeats the last context turn
+SPAN_LAST = 0.7  # probability that span copies from the last context turn
+SPAN_WORDS = (3, 12)  # shortest and longest span, in whitespace tokens
 ATTEMPTS = 8  # tries per wanted negative before a kind's slot falls back to random
 # Streams of the per-row generators, after one per kind (0..len(KINDS) - 1).
 _ALLOCATION, _RANDOM_EXTRA, _FALLBACK = 100, 101, 102
@@ -143,6 +151,29 @@ def speaker_negative(context: Sequence[str], gold: str, rng: np.random.Generator
     previous = context[-1].strip()
     parts = [previous, gold.strip()] if rng.random() < 0.5 else [gold.strip(), previous]
     return " ".join(part for part in parts if part)
+
+
+def earlier_negative(context: Sequence[str], gold: str, rng: np.random.Generator) -> str | None:
+    """A context turn before the last one, uniformly; never a normalised copy of the gold (or the last
+    turn's text). ``None`` for a one-turn context."""
+    gold_key, last = normalise(gold), normalise(context[-1]) if context else ""
+    usable = [turn for turn in context[:-1] if turn.strip() and normalise(turn) not in (gold_key, last)]
+    return usable[rng.integers(len(usable))] if usable else None
+
+
+def span_negative(context: Sequence[str], rng: np.random.Generator) -> str | None:
+    """3-12 consecutive whitespace tokens of one context turn: the last with probability
+    :data:`SPAN_LAST`, else another, uniformly. A turn shorter than the span gives all its tokens.
+    ``None`` when the chosen turn has no word."""
+    if not context:
+        return None
+    turn = context[-1] if len(context) == 1 or rng.random() < SPAN_LAST else context[rng.integers(len(context) - 1)]
+    tokens = turn.split()
+    if not any(_is_word(token) for token in tokens):
+        return None
+    length = min(int(rng.integers(SPAN_WORDS[0], SPAN_WORDS[1] + 1)), len(tokens))
+    start = int(rng.integers(len(tokens) - length + 1))
+    return " ".join(tokens[start : start + length])
 
 
 def repeat_negative(gold: str, rng: np.random.Generator) -> str | None:
@@ -317,6 +348,10 @@ def _generate(kind: str, data: SelectionData, row: int, rng: np.random.Generator
         return echo_negative(turns or context, gold, rng)
     if kind == "speaker":
         return speaker_negative(context, gold, rng)
+    if kind == "earlier":
+        return earlier_negative(context, gold, rng)
+    if kind == "span":
+        return span_negative(context, rng)
     if kind == "repeat":
         return repeat_negative(gold, rng)
     if kind == "drop":

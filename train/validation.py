@@ -11,7 +11,10 @@ After every evaluation, on the validation split (its first ``valid_limit`` pairs
   whole corpus, so these AUCs are for comparing checkpoints, not the released statistics;
 - ``dev_pearson`` and ``dev_spearman`` (x100), if human judgments are given: DEnsity's -distance
   against the human scores of DailyDialog-Zhao's first 20 % of rows (the authors' own validation
-  rows; ``train.judgments`` protocol ``dev``).
+  rows; ``train.judgments`` protocol ``dev``), and ``dev_overlap_spearman`` beside
+  ``dev_human_overlap_spearman``: how the score, and how people, follow the reply's word overlap
+  with the last context turn (:func:`last_turn_overlap`). A metric that rewards parrots follows it
+  where people do not.
 
 Everything here is numpy; AUCs and rank correlations are checked against scikit-learn and scipy
 in the tests.
@@ -19,6 +22,7 @@ in the tests.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -57,6 +61,21 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> float:
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> float:
     return pearson(average_ranks(x), average_ranks(y))
+
+
+_WORD = re.compile(r"\w+")
+
+
+def last_turn_overlap(contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> np.ndarray:
+    """Share of each reply's words (lowercased ``\\w+`` runs) that occur in its context's last turn,
+    (n,) float64 in [0, 1]; 0 for a reply without words or an empty context."""
+    shares = np.zeros(len(responses), dtype=np.float64)
+    for row, (context, response) in enumerate(zip(contexts, responses)):
+        words = _WORD.findall(response.lower())
+        if words and context:
+            last = set(_WORD.findall(context[-1].lower()))
+            shares[row] = sum(word in last for word in words) / len(words)
+    return shares
 
 
 @dataclass
