@@ -5,6 +5,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from train.density_term import draw_copies
 from train.loop import Trainer, _encode_groups
 
 from .test_training import config_for, dialogue_data, read_log
@@ -46,7 +47,7 @@ def test_the_density_term_equals_a_float64_reference(backbone, start, tmp_path):
     assert len(trainer.density_term.bank) == 16
     rows = [0, 1, 2, 3]
     drawn = trainer._draw(rows, epoch=0)
-    copies = trainer._draw_copies(rows, epoch=0)
+    copies = draw_copies(train, rows, trainer.config, epoch=0)
     assert {kind for row in rows for kind, _ in copies[row]} - {"random"}  # real copies were drawn
     contexts = [train.contexts[i] for i in rows]
     candidates = [[train.responses[i], *(t for _, t in drawn[i]), *(t for _, t in copies[i])] for i in rows]
