@@ -422,3 +422,16 @@ def test_an_output_symlink_is_written_through_and_stays_a_symlink(tiny_checkpoin
     assert (tmp_path / "out.jsonl").is_symlink() and (tmp_path / "out.jsonl").resolve() == target
     np.testing.assert_allclose([row["density"] for row in read_jsonl(target)], expected_scores(tiny_scorer, ROWS))
     assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["scored.jsonl"]  # no temporary file left
+
+
+def test_the_readme_first_commands_output_is_ignored_by_git():
+    """The README's first command writes its output into the checkout; it must not show up as untracked."""
+    import re
+    import shutil
+
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    command = next(line for line in (REPO / "README.md").read_text().splitlines() if " density_metric score " in line)
+    output = re.search(r" -o (\S+)", command).group(1)
+    ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", output], cwd=REPO)
+    assert ignored.returncode == 0, f"{output} (from {command!r}) is not ignored by git"
