@@ -41,7 +41,7 @@ def naive_scores(scorer: DensityScorer, model, contexts, responses) -> np.ndarra
     with torch.inference_mode():
         for context, response in zip(contexts, responses):
             encoded = encoder.tokenizer(
-                join_context(context, encoder.pair_format.turn_separator),
+                join_context(context, encoder.pair_format.turn_separator, encoder.tokenizer),
                 response,
                 truncation="longest_first",
                 max_length=encoder.max_length,

@@ -30,6 +30,7 @@ from .tables import (
     output_columns,
     raise_for_bad_rows,
     read_table,
+    remove_output,
     score_rows,
     table_format,
     unify_contexts,
@@ -73,13 +74,6 @@ def score_command(args: argparse.Namespace) -> int:
         return 130
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.samefile(b)
-    except OSError:  # b does not exist
-        return False
-
-
 def _score(args: argparse.Namespace) -> int:
     if args.input.is_dir():
         fail(f"{args.input}: is a directory, not a table file")
@@ -120,11 +114,10 @@ def _score(args: argparse.Namespace) -> int:
             unify_contexts(rows, args.context_field)
         try:
             check_writable(args.output, out_fmt, records, columns)  # before any scoring time is spent
+            # The previous run's output must not pass for this run's if this one fails or is stopped.
+            remove_output(args.output, keep=args.input)
         except ValueError as err:
             fail(str(err))
-        if not _same_file(args.input, args.output):
-            # The previous run's output must not pass for this run's if this one fails or is stopped.
-            args.output.unlink(missing_ok=True)
     device = args.device
     if int(os.environ.get("WORLD_SIZE", 1)) > 1:
         import torch

@@ -40,6 +40,7 @@ Two layouts (``layout``):
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 
@@ -67,9 +68,30 @@ class PackedRow:
     features: list[int]
 
 
-def join_context(turns: Sequence[str], turn_separator: str) -> str:
-    """Join context turns, oldest first, with the turn separator (spaces around it)."""
-    return f" {turn_separator} ".join(turn.strip() for turn in turns if turn.strip())
+def is_blank(text: str, tokenizer=None) -> bool:
+    """Whether the tokenizer reduces ``text`` to no token at all: whitespace, but also zero-width, format
+    and control characters, or a lone combining accent under an uncased tokenizer.
+
+    Such a turn is dropped from a context as an empty one is, and such a reply is encoded as an empty one.
+    Text with a letter, digit, punctuation mark or symbol (other than U+FFFD, which BERT's normalizer
+    removes) always gives a token, so it is decided without the tokenizer: for ordinary text, at its first
+    such character. The rest is given to ``tokenizer``; without one, it counts as blank.
+    """
+    for char in text:
+        if char != "\ufffd" and unicodedata.category(char)[0] in "LNPS":
+            return False
+    return tokenizer is None or not tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def join_context(turns: Sequence[str], turn_separator: str, tokenizer=None) -> str:
+    """Join context turns, oldest first, with the turn separator (spaces around it); blank turns
+    (:func:`is_blank`, with ``tokenizer`` if given) are dropped."""
+    return f" {turn_separator} ".join(turn.strip() for turn in turns if not is_blank(turn, tokenizer))
+
+
+def _reply_text(response: str, tokenizer) -> str:
+    """A reply as it is tokenised: stripped, and empty where it is blank (:func:`is_blank`), as a turn is."""
+    return "" if is_blank(response, tokenizer) else response.strip()
 
 
 def special_token_layout(tokenizer) -> tuple[list[int], list[int], list[int]]:
@@ -196,11 +218,12 @@ class PairFormat:
         # verbose=False: contexts longer than the model are expected here; they are cut below.
         # Both sides are tokenised in one batched (Rust) call each; only list slicing is left.
         context_ids = tokenizer(
-            [join_context(turns, self.turn_separator) for turns in contexts], add_special_tokens=False, verbose=False
+            [join_context(turns, self.turn_separator, tokenizer) for turns in contexts],
+            add_special_tokens=False,
+            verbose=False,
         )["input_ids"]
-        response_ids = tokenizer([response.strip() for response in responses], add_special_tokens=False, verbose=False)[
-            "input_ids"
-        ]
+        replies = [_reply_text(response, tokenizer) for response in responses]
+        response_ids = tokenizer(replies, add_special_tokens=False, verbose=False)["input_ids"]
         encoded, cut = [], []
         for context, response in zip(context_ids, response_ids):
             kept_response = response[: self.max_response_length]
@@ -237,9 +260,11 @@ class PairFormat:
                 f"max_response_length={self.max_response_length} leaves no room in max_length={self.max_length}"
             )
         context_ids = tokenizer(
-            [join_context(turns, self.turn_separator) for turns in contexts], add_special_tokens=False, verbose=False
+            [join_context(turns, self.turn_separator, tokenizer) for turns in contexts],
+            add_special_tokens=False,
+            verbose=False,
         )["input_ids"]
-        flat = [response.strip() for group in candidates for response in group]
+        flat = [_reply_text(response, tokenizer) for group in candidates for response in group]
         response_ids = iter(tokenizer(flat, add_special_tokens=False, verbose=False)["input_ids"]) if flat else iter(())
         rows = []
         for context, group in zip(context_ids, candidates):

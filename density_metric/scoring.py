@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -13,51 +12,12 @@ from .checkpoint_sources import resolve_checkpoint
 from .features import Encoder
 from .gaussian import calibrate
 from .inputs import check_dialogues, check_pairs
+from .results import DensityResult, score_columns
 from .version import __version__
 
 logger = logging.getLogger(__name__)
 
 DIALOGUE_AGGREGATES = ("mean", "rms")
-
-
-@dataclass
-class DensityResult:
-    """Scores of n responses.
-
-    Attributes:
-        scores: (n,) raw DEnsity score s(r) = -Mahalanobis distance; higher is more human-like.
-        calibrated: (n,) share of held-out human responses whose distance is larger, in [0, 1].
-        signature: checkpoint, options and library versions that produced the scores.
-        ratings: (n,) predicted human ratings, on the scale of the ratings that trained the
-            checkpoint's few-shot rating head (``python -m train calibrate``); None without one.
-    """
-
-    scores: np.ndarray
-    calibrated: np.ndarray
-    signature: str
-    ratings: np.ndarray | None = None
-
-    @property
-    def mean_score(self) -> float:
-        """Mean raw score over all rows (``compute``'s ``density`` key)."""
-        return float(np.mean(self.scores))
-
-    @property
-    def density(self) -> float:
-        """Alias of :attr:`mean_score`, the name of ``compute``'s key, kept for callers of 0.1."""
-        return self.mean_score
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {
-            "scores": self.scores.tolist(),
-            "calibrated": self.calibrated.tolist(),
-            "density": self.mean_score,
-            "calibrated_mean": float(np.mean(self.calibrated)),
-            "signature": self.signature,
-        }
-        if self.ratings is not None:
-            out["ratings"] = self.ratings.tolist()
-        return out
 
 
 class DensityScorer:
@@ -129,10 +89,19 @@ class DensityScorer:
         return self.encoder.features(contexts, responses, self.batch_size, self.progress)
 
     def distances(
-        self, contexts: Sequence, responses: Sequence, *, first_row: int = 0, allow_empty: bool = False
+        self,
+        contexts: Sequence,
+        responses: Sequence,
+        *,
+        first_row: int = 0,
+        allow_empty: bool = False,
+        fields: tuple[str, str] = ("contexts", "responses"),
     ) -> np.ndarray:
-        """Mahalanobis distance of every pair: (n,) float64."""
-        contexts, responses = check_pairs(contexts, responses, first_row=first_row, allow_empty=allow_empty)
+        """Mahalanobis distance of every pair: (n,) float64. ``first_row`` and ``fields`` name bad rows in
+        errors (as :func:`~density_metric.inputs.check_pairs`)."""
+        contexts, responses = check_pairs(
+            contexts, responses, first_row=first_row, allow_empty=allow_empty, fields=fields
+        )
         if not responses:
             return np.zeros(0)
         return self.stats.distances(self.features(contexts, responses))
@@ -276,18 +245,36 @@ class DensityScorer:
         Rows are read and scored ``chunk_size`` at a time through ``Dataset.map``, so
         memory does not grow with the number of rows; an ``IterableDataset`` is scored
         lazily as it is iterated.
+
+        Raises:
+            ValueError: for a ``DatasetDict`` (pass one split: ``ds["train"]``); a missing column
+                (for an ``IterableDataset`` whose columns are unknown until it is read: when it is
+                iterated); a bad row, named by its column and dataset row, e.g. ``response[21]``.
         """
         import datasets
 
-        for column in (context_column, response_column):
-            if dataset.column_names is not None and column not in dataset.column_names:
-                raise ValueError(f"dataset has no column {column!r}; columns: {dataset.column_names}")
-
+        if isinstance(dataset, (datasets.DatasetDict, datasets.IterableDatasetDict)):
+            splits = list(dataset)
+            example = f"dataset[{splits[0]!r}]" if splits else "dataset[split]"
+            raise ValueError(
+                f"score_dataset scores one split; got a {type(dataset).__name__} with splits "
+                f"{', '.join(map(repr, splits))}: pass one, e.g. {example}"
+            )
+        columns = (context_column, response_column)
+        if dataset.column_names is not None:
+            _check_columns(dataset.column_names, columns)
         score_chunk = _ScoreDatasetChunk(self, context_column, response_column, output_column)
         kwargs = dict(batched=True, batch_size=chunk_size, with_indices=True)
         if isinstance(dataset, datasets.IterableDataset):
             return dataset.map(score_chunk, **kwargs)
         return dataset.map(score_chunk, desc="DEnsity", **kwargs)
+
+
+def _check_columns(names: Sequence[str], columns: Sequence[str]) -> None:
+    """A ValueError naming the first of ``columns`` that a dataset with columns ``names`` lacks."""
+    for column in columns:
+        if column not in names:
+            raise ValueError(f"dataset has no column {column!r}; columns: {list(names)}")
 
 
 class _ScoreDatasetChunk:
@@ -305,13 +292,15 @@ class _ScoreDatasetChunk:
         return {"signature": self.scorer.signature, "columns": self.columns}
 
     def __call__(self, batch, indices):
-        from .tables import score_columns
-
         context_column, response_column, output_column = self.columns
+        _check_columns(list(batch), (context_column, response_column))  # an IterableDataset's, known only now
 
-        # The same step as for files (tables.score_columns); first_row makes errors name the dataset row.
+        # The same step as for files (results.score_columns); errors name the column and the dataset row.
         def score_pairs(contexts, responses):
-            return self.scorer.result(self.scorer.distances(contexts, responses, first_row=indices[0]))
+            distances = self.scorer.distances(
+                contexts, responses, first_row=indices[0], fields=(context_column, response_column)
+            )
+            return self.scorer.result(distances)
 
         return score_columns(score_pairs, batch[context_column], batch[response_column], field=output_column)
 

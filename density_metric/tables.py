@@ -29,17 +29,22 @@ place, with its problem (:class:`Row`); nothing is dropped.
 header-only CSV keeps its header. It writes to a hidden temporary file next to the target
 and renames it over the target when complete: a file at the path is always a whole table,
 and an interrupted write (Ctrl-C) leaves the previous file, or none, and no temporary file
-(``kill -9`` can leave a ``.NAME.*.tmp``, never a partial NAME). Values, by format:
+(``kill -9`` can leave a ``.NAME.*.tmp``, never a partial NAME). A symlink at the path is
+written through (:func:`output_target`): the file it points to is replaced, the link stays.
+:func:`check_writable` creates and removes such a temporary file, so a read-only folder fails
+before any scoring. Values, by format:
 
-- ``jsonl``: as JSON; what JSON cannot hold (dates or bytes from parquet) as its ``str``;
+- ``jsonl``: as JSON; what JSON cannot hold as null (NaN, infinities) or as its ``str`` (dates or
+  bytes from parquet); a lone surrogate (``"\ud800"`` in a JSON input: a bad row) as JSON's escape;
 - ``csv``: lists and dicts as JSON text (a context ``["Hi", "How are you?"]`` reads back as
-  that list), None as an empty field, anything else as its ``str``;
+  that list), None as an empty field, anything else as its ``str``; a lone surrogate in a string
+  as U+FFFD (UTF-8 cannot hold it);
 - ``parquet``: one type a column, from all rows. A column of strings and lists of strings
   (contexts given both ways) is written as lists: a string ``s`` as ``[s]``, the one turn it
   is read as (:func:`unify_contexts` first sets good rows' strings to the turns they were
   scored with, which keeps a ``context_sep`` split). Any other column that no one arrow type holds (ids ``1`` and ``"b-2"``,
   ``True`` and ``2``) is written as strings: strings as they are, other values as JSON text.
-  Ints and floats together are floats.
+  Ints and floats together are floats. A lone surrogate in a string is written as U+FFFD.
 
 Problems with a whole file are ``ValueError``s naming the file (and the line or row where
 known); the command line (``cli.py``) and the demo (``app.py``) turn them into messages.
@@ -49,6 +54,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import secrets
 import sys
@@ -57,12 +63,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .inputs import as_context, as_response
+from .inputs import SURROGATE, as_context, as_response
+from .results import ScoreChunk, score_columns
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-    from .scoring import DensityResult
 
 FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet"}
 _FORMAT_NAMES = sorted(set(FORMATS.values()))
@@ -70,8 +75,6 @@ _KNOWN_SUFFIXES = ", ".join(FORMATS)
 CHUNK_ROWS = 4096  # rows per score_chunk call: bounds the memory of one call, not of the table
 # csv's default is 131,072 characters a field. Its limit is a C long: 32 bits on Windows.
 CSV_FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)
-
-ScoreChunk = Callable[[Sequence, Sequence], "DensityResult"]  # (n contexts, n responses) -> n scores
 
 
 @dataclass
@@ -195,11 +198,11 @@ def check_record(
         context = record[context_field]
         if isinstance(context, str) and context_sep is not None:
             context = context.split(context_sep) if context else []
-        row.context = as_context(context, 0, field=context_field)
-        row.response = as_response(record[response_field], 0, field=response_field)
+        # No row index in the errors: the row is named by `where`.
+        row.context = as_context(context, None, field=context_field)
+        row.response = as_response(record[response_field], None, field=response_field)
     except ValueError as err:
-        # as_context/as_response name a list index; here the row is named by `where` instead.
-        row.error = str(err).replace("[0]", "")
+        row.error = str(err)
     return row
 
 
@@ -274,25 +277,6 @@ def raise_for_bad_rows(path: str | Path, rows: Sequence[Row]) -> None:
         raise ValueError(f"{path}, {bad[0].where}: {bad[0].error} ({len(bad)} bad row(s) in all)")
 
 
-def score_columns(
-    score_chunk: ScoreChunk, contexts: Sequence, responses: Sequence, *, field: str = "density"
-) -> dict[str, list[float]]:
-    """The output columns of one chunk of n pairs: ``{field}`` (n raw scores), ``{field}_calibrated`` (n in
-    [0, 1]) and, for a checkpoint with a rating head, ``{field}_rating`` (n predicted human ratings).
-
-    The one scoring step under both table paths: :func:`score_rows` (files) and
-    ``DensityScorer.score_dataset`` (``datasets``). ``score_chunk(contexts, responses)`` checks
-    the n pairs (ValueError naming the row), scores them and returns a DensityResult:
-    ``DensityScorer.score``, or ``functools.partial(score_distributed, scorer)`` to shard the
-    chunk over the ranks of a process group.
-    """
-    result = score_chunk(contexts, responses)
-    columns = {field: result.scores.tolist(), f"{field}_calibrated": result.calibrated.tolist()}
-    if result.ratings is not None:  # a checkpoint with a few-shot rating head
-        columns[f"{field}_rating"] = result.ratings.tolist()
-    return columns
-
-
 def score_rows(
     rows: list[Row],
     score_chunk: ScoreChunk,
@@ -357,7 +341,45 @@ def _column_names(records: Sequence[dict[str, Any]], columns: Sequence[str]) -> 
 
 
 def _json_text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    """``value`` as JSON text: NaN and infinities (which JSON cannot hold) as null; a lone surrogate escaped."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, default=str)
+    except ValueError:  # a float JSON cannot hold: null, as JavaScript's JSON.stringify writes it
+        text = json.dumps(_finite(value), ensure_ascii=False, default=str)
+    if SURROGATE.search(text):  # UTF-8 cannot hold it; JSON's escape (\ud800) can, and reads back the same
+        text = json.dumps(json.loads(text), ensure_ascii=True)
+    return text
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float (in lists and dicts too) set to None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
+def _without_surrogates(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (in lists and dicts too) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {key: _without_surrogates(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_surrogates(item) for item in value]
+    return value
+
+
+def _csv_cell(value: Any) -> Any:
+    """One CSV field: lists and dicts as JSON text, strings without lone surrogates, anything else as it is."""
+    if isinstance(value, (list, dict)):
+        return _json_text(value)
+    if isinstance(value, str):
+        return _without_surrogates(value)
+    return value
 
 
 def _arrow_column(values: list[Any]) -> pa.Array:
@@ -372,6 +394,8 @@ def _arrow_column(values: list[Any]) -> pa.Array:
         values = [[value] if isinstance(value, str) else value for value in values]
     try:
         return pa.array(values)
+    except UnicodeEncodeError:  # a lone surrogate, which UTF-8 cannot hold
+        return _arrow_column(_without_surrogates(values))
     except (pa.ArrowException, OverflowError):  # OverflowError: an int past 64 bits
         return pa.array([v if v is None or isinstance(v, str) else _json_text(v) for v in values], type=pa.string())
 
@@ -395,17 +419,22 @@ def check_writable(path: str | Path, fmt: str, records: Sequence[dict[str, Any]]
         ValueError: ``"cannot write PATH: ..."``: the path is a directory, an ancestor is a file, or the
             directory cannot be created; or the format is unknown.
     """
-    path = Path(path)
     _check_format(fmt, path)
-    if path.is_dir():
+    target = output_target(path)
+    if target.is_dir():
         raise ValueError(f"cannot write {path}: it is a directory")
-    for parent in path.parents:  # nearest first: the first that exists must be a directory
+    for parent in target.parents:  # nearest first: the first that exists must be a directory
         if parent.exists():
             if not parent.is_dir():
                 raise ValueError(f"cannot write {path}: {parent} is not a directory")
             break
+    temporary = _temporary_path(target)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:  # what write_records does first: a read-only folder or file system fails here
+            open(temporary, "x").close()
+        finally:
+            temporary.unlink(missing_ok=True)
     except OSError as err:
         raise ValueError(f"cannot write {path}: {err.strerror or err}") from None
     if fmt == "parquet":
@@ -419,12 +448,10 @@ def write_records(path: str | Path, fmt: str, records: Sequence[dict[str, Any]],
     says. The table goes to a hidden temporary file in the same directory, which replaces ``path``
     once complete (:func:`os.replace`); on any exception, Ctrl-C included, it is removed.
     """
-    path = Path(path)
     _check_format(fmt, path)
+    path = output_target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    # Same directory, so the rename is atomic. Opened with "x" rather than mkstemp: its mode is then the
-    # umask's, as the file's would be, not 0600.
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    temporary = _temporary_path(path)
     try:
         if fmt == "parquet":
             import pyarrow.parquet as pq
@@ -442,14 +469,47 @@ def write_records(path: str | Path, fmt: str, records: Sequence[dict[str, Any]],
                     writer = csv.DictWriter(handle, fieldnames=_column_names(records, columns))
                     writer.writeheader()
                     for record in records:
-                        writer.writerow(
-                            {k: _json_text(v) if isinstance(v, (list, dict)) else v for k, v in record.items()}
-                        )
+                        writer.writerow({key: _csv_cell(value) for key, value in record.items()})
                 _sync(handle)
         os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
+
+
+def output_target(path: str | Path) -> Path:
+    """The file that writing ``path`` replaces: for a symlink, the file it points to (written through, as a
+    shell's ``>`` does, so the link stays), else ``path`` itself."""
+    path = Path(path)
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def _temporary_path(path: Path) -> Path:
+    """A fresh hidden name next to ``path``, so that the rename over it is atomic."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+
+
+def remove_output(path: str | Path, keep: str | Path | None = None) -> None:
+    """Remove an earlier output at ``path`` (through a symlink: the file it points to, not the link), unless
+    it is the file ``keep`` (the input, scored in place). Nothing happens where there is no file.
+
+    Raises:
+        ValueError: ``"cannot write PATH: ..."``, naming why the file cannot be removed.
+    """
+    target = output_target(path)
+    if not os.path.lexists(target) or (keep is not None and _same_file(keep, target)):
+        return  # unlink(missing_ok=True) would still fail on a read-only file system
+    try:
+        target.unlink()
+    except OSError as err:
+        raise ValueError(f"cannot write {path}: cannot remove the earlier file ({err.strerror or err})") from None
+
+
+def _same_file(a: str | Path, b: str | Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist
+        return False
 
 
 def _sync(handle) -> None:

@@ -351,3 +351,87 @@ def test_no_progress_bar_below_the_python_api_threshold_unless_asked(tiny_checkp
     assert "DEnsity" not in capsys.readouterr().err
     assert run(tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl", progress="--progress") == 0
     assert "DEnsity" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- hardening: odd values and output paths
+
+
+def test_a_lone_surrogate_is_that_rows_error_with_on_error_skip(tiny_checkpoint, tiny_scorer, tmp_path):
+    # "\ud800" is valid JSON (an escape) but no Unicode text: the row is bad, the others are scored.
+    lines = [json.dumps(ROWS[0]), '{"id": 9, "context": ["hi \\ud800"], "response": "ok"}', json.dumps(ROWS[1])]
+    (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert run(tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl", "--on-error", "skip") == 0
+    scored = read_jsonl(tmp_path / "out.jsonl")
+    assert [row["id"] for row in scored] == [1, 9, 2]
+    assert scored[1]["context"] == ["hi \ud800"] and scored[1]["density"] is None
+    assert scored[1]["density_error"].startswith("line 2: context[0] ") and "surrogate" in scored[1]["density_error"]
+    np.testing.assert_allclose([scored[0]["density"], scored[2]["density"]], expected_scores(tiny_scorer, ROWS[:2]))
+
+
+def test_nan_in_an_input_row_is_written_back_as_null(tiny_checkpoint, tmp_path):
+    (tmp_path / "in.jsonl").write_text(
+        '{"id": NaN, "context": ["hi"], "response": "ok", "extra": [Infinity, 1.5]}\n', encoding="utf-8"
+    )
+    assert run(tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl") == 0
+    text = (tmp_path / "out.jsonl").read_text(encoding="utf-8")
+    row = json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} is not JSON"))
+    assert row["id"] is None and row["extra"] == [None, 1.5] and row["density"] < 0
+
+
+@pytest.fixture
+def read_only_folder(tmp_path, monkeypatch):
+    """A folder whose file system refuses every change in it (EROFS), as a read-only mount does, also to root."""
+    import builtins
+    import errno
+
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+
+    def refuse(function, writes=lambda *args, **kwargs: True):
+        def wrapped(path, *args, **kwargs):
+            if Path(os.path.abspath(path)).parent == folder and writes(*args, **kwargs):
+                raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+            return function(path, *args, **kwargs)
+
+        return wrapped
+
+    monkeypatch.setattr(builtins, "open", refuse(builtins.open, lambda mode="r", *a, **k: set(mode) & set("wxa+")))
+    monkeypatch.setattr(os, "open", refuse(os.open, lambda flags, *a, **k: flags & (os.O_WRONLY | os.O_RDWR)))
+    for name in ("unlink", "remove", "replace", "rename"):
+        monkeypatch.setattr(os, name, refuse(getattr(os, name)))
+    return folder
+
+
+def test_a_read_only_output_folder_is_one_error_line_before_scoring(
+    tiny_checkpoint, tmp_path, capsys, monkeypatch, read_only_folder
+):
+    write_jsonl(tmp_path / "in.jsonl", ROWS)
+    monkeypatch.setattr(distributed, "score_distributed", None)  # scoring would fail differently
+    out = read_only_folder / "out.jsonl"
+    message = error_line(capsys, run, tiny_checkpoint, tmp_path / "in.jsonl", "-o", out)
+    assert message == f"error: cannot write {out}: Read-only file system"
+
+
+def test_an_output_symlink_is_written_through_and_stays_a_symlink(tiny_checkpoint, tiny_scorer, tmp_path):
+    write_jsonl(tmp_path / "in.jsonl", ROWS)
+    (tmp_path / "results").mkdir()
+    target = tmp_path / "results" / "scored.jsonl"
+    target.write_text("a previous run's output\n")
+    (tmp_path / "out.jsonl").symlink_to(target)
+    assert run(tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl") == 0
+    assert (tmp_path / "out.jsonl").is_symlink() and (tmp_path / "out.jsonl").resolve() == target
+    np.testing.assert_allclose([row["density"] for row in read_jsonl(target)], expected_scores(tiny_scorer, ROWS))
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["scored.jsonl"]  # no temporary file left
+
+
+def test_the_readme_first_commands_output_is_ignored_by_git():
+    """The README's first command writes its output into the checkout; it must not show up as untracked."""
+    import re
+    import shutil
+
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    command = next(line for line in (REPO / "README.md").read_text().splitlines() if " density_metric score " in line)
+    output = re.search(r" -o (\S+)", command).group(1)
+    ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", output], cwd=REPO)
+    assert ignored.returncode == 0, f"{output} (from {command!r}) is not ignored by git"

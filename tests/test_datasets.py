@@ -57,20 +57,22 @@ def test_bad_row_error_names_its_dataset_row(tiny_scorer):
     responses[21] = ""
     ds = datasets.Dataset.from_dict({"context": contexts, "response": responses})
     ds = ds.map(lambda row, i: {"response": None if i == 21 else row["response"]}, with_indices=True)
-    with pytest.raises(ValueError, match=r"responses\[21\] must be a string"):
+    with pytest.raises(ValueError, match=r"^response\[21\] must be a string"):
         tiny_scorer.score_dataset(ds, chunk_size=8)
 
 
 def test_datasets_and_tables_share_one_scoring_step(tiny_scorer, monkeypatch):
-    """score_dataset and tables.score_rows both turn chunks into columns with tables.score_columns."""
-    from density_metric import tables
+    """score_dataset and tables.score_rows both turn chunks into columns with results.score_columns."""
+    from density_metric import results, scoring, tables
 
     contexts, responses = synthetic_pairs(10, seed=34)
     chunk_sizes = []
-    score_columns = tables.score_columns
-    monkeypatch.setattr(
-        tables, "score_columns", lambda fn, c, r, **kw: chunk_sizes.append(len(r)) or score_columns(fn, c, r, **kw)
-    )
+    score_columns = results.score_columns
+    assert tables.score_columns is scoring.score_columns is score_columns
+    for module in (tables, scoring):
+        monkeypatch.setattr(
+            module, "score_columns", lambda fn, c, r, **kw: chunk_sizes.append(len(r)) or score_columns(fn, c, r, **kw)
+        )
     ds = datasets.Dataset.from_dict({"context": contexts, "response": responses})
     scored = tiny_scorer.score_dataset(ds, chunk_size=4)
     rows = [tables.Row({}, f"row {i}", c, r) for i, (c, r) in enumerate(zip(contexts, responses))]
@@ -94,3 +96,28 @@ def test_a_dataset_on_disk_is_scored_once_then_read_from_the_cache(spied_scorer,
     assert again["density"] == first["density"]
     spied_scorer.score_dataset(ds, chunk_size=8, output_column="other")
     assert spied_scorer.calls == [8, 8, 4, 8, 8, 4]
+
+
+def test_a_missing_column_of_an_iterable_dataset_is_a_value_error_naming_it(tiny_scorer):
+    def rows():
+        yield {"history": ["hi"], "reply": "hello"}
+
+    ds = datasets.IterableDataset.from_generator(rows)  # its columns are known only once it is read
+    with pytest.raises(ValueError, match=r"dataset has no column 'context'; columns: \['history', 'reply'\]"):
+        list(tiny_scorer.score_dataset(ds))
+
+
+@pytest.mark.parametrize("iterable", [False, True])
+def test_a_dataset_dict_asks_for_a_split(tiny_scorer, iterable):
+    ds = datasets.Dataset.from_dict({"context": [["hi"]], "response": ["hello"]})
+    splits = datasets.DatasetDict({"train": ds, "test": ds})
+    if iterable:
+        splits = datasets.IterableDatasetDict({name: split.to_iterable_dataset() for name, split in splits.items()})
+    with pytest.raises(ValueError, match=r"one split.*'train', 'test'.*dataset\['train'\]"):
+        tiny_scorer.score_dataset(splits)
+
+
+def test_bad_row_errors_name_the_column(tiny_scorer):
+    ds = datasets.Dataset.from_dict({"history": [["hi"], ["ok", None]], "reply": ["a", "b"]})
+    with pytest.raises(ValueError, match=r"^history\[1\]\[1\] must be a string, got NoneType"):
+        tiny_scorer.score_dataset(ds, context_column="history", response_column="reply")

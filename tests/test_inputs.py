@@ -21,6 +21,9 @@ from .tiny import WORDS
         ([["hi"], ["ok", None]], ["a", "b"], r"contexts\[1\]\[1\] must be a string, got NoneType"),
         ([["hi"], ["ok"]], ["a", None], r"responses\[1\] must be a string, got NoneType"),
         ([["hi"], ["ok"]], ["a", 3.5], r"responses\[1\] must be a string, got float"),
+        # Valid JSON ("\ud800") and a valid str, but no Unicode text: the tokenizer would raise TypeError.
+        ([["hi"], ["ok", "a\ud800"]], ["a", "b"], r"contexts\[1\]\[1\] holds a lone surrogate \(U\+D800 at 1\)"),
+        ([["hi"], ["ok"]], ["a", "\udfff b"], r"responses\[1\] holds a lone surrogate \(U\+DFFF at 0\)"),
     ],
 )
 def test_bad_input_raises_value_error_naming_field_and_row(tiny_scorer, contexts, responses, message):

@@ -99,3 +99,52 @@ def test_pair_format_round_trips_through_density_config():
     config = DensityConfig(pair_format=PairFormat("[SEPT]", 96, 40), name="x")
     assert DensityConfig.from_dict(config.to_dict()).pair_format == PairFormat("[SEPT]", 96, 40)
     assert {"turn_separator", "max_length", "max_response_length"} <= set(config.to_dict())
+
+
+# Text that BERT's normalizer removes whole: zero-width and format characters, controls, a combining accent
+# (stripped by an uncased tokenizer), line and paragraph separators, a byte order mark.
+INVISIBLE = [
+    "\u200b",
+    "\u200b\u200d",
+    "\x00",
+    "\x07 ",
+    "\ufeff",
+    "\u00ad",
+    "\u0301",
+    "\u2028\u2029",
+    "\ufffd",
+    "\ue000",
+]
+
+
+@pytest.mark.parametrize("layout", ["paper", "shared-context"])
+@pytest.mark.parametrize("text", INVISIBLE)
+def test_a_turn_the_tokenizer_reduces_to_nothing_is_dropped_as_an_empty_one_is(tmp_path, layout, text):
+    tok = tokenizer(tmp_path)
+    assert tok(text, add_special_tokens=False)["input_ids"] == []  # the premise, from the tokenizer itself
+    pair_format = PairFormat(max_length=32, max_response_length=8, layout=layout)
+    rows = pair_format.encode_rows(tok, [["hi", text, "you"], ["hi", "", "you"]], [["fine", text], ["fine", ""]])
+    half = len(rows) // 2  # paper: a row per (context, reply); shared-context: a row per context
+    assert rows[:half] == rows[half:]
+
+
+def test_the_blank_rule_agrees_with_the_bundled_tokenizer_on_every_character(tmp_path):
+    """Only text with no letter, digit, punctuation or symbol is given to the tokenizer to decide; the rest is
+    kept without a call. Every character that the bundled tokenizer reduces to nothing must be among the former."""
+    import unicodedata
+
+    from transformers import AutoTokenizer
+
+    from density_metric.checkpoint_sources import resolve_checkpoint
+    from density_metric.pair_format import is_blank
+
+    tok = AutoTokenizer.from_pretrained(resolve_checkpoint(None).encoder_path)
+    # The BMP, then every 61st code point beyond it (all of them take a minute).
+    chars = [chr(i) for i in [*range(0x10000), *range(0x10000, 0x110000, 61)] if not 0xD800 <= i < 0xE000]
+    vanishing = {c for c, ids in zip(chars, tok(chars, add_special_tokens=False)["input_ids"]) if not ids}
+    assert len(vanishing) > 1000 and "\u200b" in vanishing and "\u0301" in vanishing
+    assert {c for c in chars if is_blank(c)} >= vanishing  # without a tokenizer: the characters that may vanish
+    calls = []
+    tok_spy = lambda text, **kwargs: calls.append(text) or tok(text, **kwargs)  # noqa: E731
+    assert {c for c in chars if is_blank(c, tok_spy)} == vanishing
+    assert not any(unicodedata.category(c)[0] in "LNPS" for c in calls if c != "\ufffd")

@@ -213,3 +213,13 @@ def test_the_machine_is_described_by_its_cpu_model_threads_and_bf16(monkeypatch)
     assert features.machine_description("cpu").endswith(", native bf16)")
     monkeypatch.setattr(features, "cpu_has_native_bf16", lambda: False)
     assert "bf16" not in features.machine_description("cpu")
+
+
+def test_a_zero_width_turn_scores_as_an_empty_turn_does(tiny_scorer):
+    # The tokenizer gives no token for U+200B; Python's str.strip keeps it, and the turn used to add a separator.
+    for turns in (["hi", "\u200b", "you"], ["hi", "\u200b\ufeff", "you", "\u200d"]):
+        empty = [
+            "" if tiny_scorer.encoder.tokenizer(t, add_special_tokens=False)["input_ids"] == [] else t for t in turns
+        ]
+        assert empty != turns
+        assert tiny_scorer.score_dialogue(turns) == tiny_scorer.score_dialogue(empty)

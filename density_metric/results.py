@@ -1,0 +1,76 @@
+"""Scores as they leave the library: :class:`DensityResult`, and :func:`score_columns`, the one step that
+turns a chunk of pairs into output columns for both table paths (files: ``tables.score_rows``;
+``datasets``: ``DensityScorer.score_dataset``).
+
+Below both :mod:`density_metric.scoring` and :mod:`density_metric.tables`, and importing neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class DensityResult:
+    """Scores of n responses.
+
+    Attributes:
+        scores: (n,) raw DEnsity score s(r) = -Mahalanobis distance; higher is more human-like.
+        calibrated: (n,) share of held-out human responses whose distance is larger, in [0, 1].
+        signature: checkpoint, options and library versions that produced the scores.
+        ratings: (n,) predicted human ratings, on the scale of the ratings that trained the
+            checkpoint's few-shot rating head (``python -m train calibrate``); None without one.
+    """
+
+    scores: np.ndarray
+    calibrated: np.ndarray
+    signature: str
+    ratings: np.ndarray | None = None
+
+    @property
+    def mean_score(self) -> float:
+        """Mean raw score over all rows (``compute``'s ``density`` key)."""
+        return float(np.mean(self.scores))
+
+    @property
+    def density(self) -> float:
+        """Alias of :attr:`mean_score`, the name of ``compute``'s key, kept for callers of 0.1."""
+        return self.mean_score
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {
+            "scores": self.scores.tolist(),
+            "calibrated": self.calibrated.tolist(),
+            "density": self.mean_score,
+            "calibrated_mean": float(np.mean(self.calibrated)),
+            "signature": self.signature,
+        }
+        if self.ratings is not None:
+            out["ratings"] = self.ratings.tolist()
+        return out
+
+
+ScoreChunk = Callable[[Sequence, Sequence], DensityResult]  # (n contexts, n responses) -> n scores
+
+
+def score_columns(
+    score_chunk: ScoreChunk, contexts: Sequence, responses: Sequence, *, field: str = "density"
+) -> dict[str, list[float]]:
+    """The output columns of one chunk of n pairs: ``{field}`` (n raw scores), ``{field}_calibrated`` (n in
+    [0, 1]) and, for a checkpoint with a rating head, ``{field}_rating`` (n predicted human ratings).
+
+    The one scoring step under both table paths: :func:`score_rows` (files) and
+    ``DensityScorer.score_dataset`` (``datasets``). ``score_chunk(contexts, responses)`` checks
+    the n pairs (ValueError naming the row), scores them and returns a DensityResult:
+    ``DensityScorer.score``, or ``functools.partial(score_distributed, scorer)`` to shard the
+    chunk over the ranks of a process group.
+    """
+    result = score_chunk(contexts, responses)
+    columns = {field: result.scores.tolist(), f"{field}_calibrated": result.calibrated.tolist()}
+    if result.ratings is not None:  # a checkpoint with a few-shot rating head
+        columns[f"{field}_rating"] = result.ratings.tolist()
+    return columns
