@@ -4,12 +4,14 @@ import dataclasses
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from density_metric.checkpoint_format import DensityConfig
 from density_metric.pair_format import PairFormat
 from train.__main__ import build_parser
-from train.config import TrainConfig
+from train.config import TrainConfig, config_from_args, pair_format_from
 
 
 def test_train_flags_default_to_the_recipes_defaults(tmp_path):
@@ -17,9 +19,7 @@ def test_train_flags_default_to_the_recipes_defaults(tmp_path):
     defaults = TrainConfig()
     for field in dataclasses.fields(TrainConfig):
         if field.name == "pair_format":
-            assert PairFormat(args.turn_separator, args.max_length, args.max_response_length, args.layout) == (
-                defaults.pair_format
-            )
+            assert pair_format_from(args) == defaults.pair_format
         elif field.name == "feature_only_last_layer":
             assert (not args.full_last_layer) == defaults.feature_only_last_layer
         else:
@@ -121,3 +121,20 @@ def test_resuming_may_change_only_the_listed_flags():
     ):
         assert flag in message
     assert "--negatives" not in message
+
+
+def test_init_from_keeps_the_checkpoints_pair_format_and_refuses_a_contradicting_flag(tmp_path, tiny_shared_checkpoint):
+    parse = build_parser().parse_args
+    args = parse(["train", "--out", str(tmp_path), "--init-from", str(tiny_shared_checkpoint)])
+    checkpoint_format = DensityConfig.from_file(Path(tiny_shared_checkpoint) / "density_config.json").pair_format
+    assert checkpoint_format.layout == "shared-context"  # not the default: the flag's absence must not win
+    assert config_from_args(args).pair_format == checkpoint_format
+    agreeing = parse(
+        ["train", "--out", str(tmp_path), "--init-from", str(tiny_shared_checkpoint), "--layout", "shared-context"]
+    )
+    assert config_from_args(agreeing).pair_format == checkpoint_format
+    clashing = parse(["train", "--out", str(tmp_path), "--init-from", str(tiny_shared_checkpoint), "--layout", "paper"])
+    with pytest.raises(ValueError, match="--layout 'paper' \\(the checkpoint has 'shared-context'\\)"):
+        config_from_args(clashing)
+    with pytest.raises(ValueError, match="--init-from .*: no density_config.json"):
+        config_from_args(parse(["train", "--out", str(tmp_path), "--init-from", str(tmp_path)]))
