@@ -19,6 +19,8 @@ from train.run_log import evaluations, read_log
 
 # Validation kinds that no probe copies (the tie-break of results/pilots/PROTOCOL.md).
 NON_PROBE_KINDS = ("random", "same-dialogue", "drop", "shuffle", "retrieved")
+# Copies of the context and of the gold's words: the rule of results/pilots/parrot/PLAN.md.
+PARROT_KINDS = ("echo", "speaker", "repeat")
 
 
 def processes(steps: list[dict]) -> list[list[dict]]:
@@ -82,6 +84,8 @@ def read_arm(folder: Path) -> dict:
     kinds = [k for k in NON_PROBE_KINDS if f"auc_density/{k}" in last]
     if kinds:
         arm["mean auc_density, non-probe kinds"] = sum(last[f"auc_density/{k}"] for k in kinds) / len(kinds)
+    if all(f"auc_density/{k}" in last for k in PARROT_KINDS):
+        arm["mean auc_density, echo/speaker/repeat"] = sum(last[f"auc_density/{k}"] for k in PARROT_KINDS) / 3
     report_path = folder / "human_correlation.json"
     if report_path.is_file():
         report = json.loads(report_path.read_text(encoding="utf-8"))

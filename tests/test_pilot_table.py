@@ -83,3 +83,13 @@ def test_median_step_time_ignores_a_slow_stretch_and_the_restart():
     second = [{"step": s, "elapsed": 4.0 * (s - 4)} for s in range(5, 9)]
     assert median_step_seconds(first + second) == 4.0
     assert median_step_seconds([{"step": 1}]) != median_step_seconds([{"step": 1}])
+
+
+def test_the_parrot_rules_mean_is_over_echo_speaker_and_repeat_only_when_all_three_are_logged(tmp_path):
+    write_arm(tmp_path / "a", 0.0, 30.0)
+    assert "mean auc_density, echo/speaker/repeat" not in read_arm(tmp_path / "a")  # speaker, repeat missing
+    log = tmp_path / "a" / "log.jsonl"
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    records[-1].update({"auc_density/speaker": 0.4, "auc_density/repeat": 0.7})
+    log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert read_arm(tmp_path / "a")["mean auc_density, echo/speaker/repeat"] == pytest.approx((0.1 + 0.4 + 0.7) / 3)
