@@ -293,15 +293,10 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.human_correlation")
+def add_scoring_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the meta-evaluation scripts that choose the checkpoint, sets, baselines and output."""
     parser.add_argument("--checkpoint", default="default", help="'default', a directory, or a Hub repo id")
     parser.add_argument("--revision", default=None)
-    parser.add_argument(
-        "--untuned-checkpoint",
-        default=None,
-        help="DEnsity with the untuned backbone, as a baseline (skipped if not given)",
-    )
     parser.add_argument(
         "--data-dir",
         default="../shared/data",
@@ -309,14 +304,6 @@ def main(argv=None) -> None:
     )
     parser.add_argument(
         "--sets", nargs="*", default=None, help="only these sets (file names without .normalized.jsonl)"
-    )
-    parser.add_argument("--limit", type=int, default=0, help="first N rows per set (for quick trials)")
-    parser.add_argument(
-        "--protocols",
-        nargs="+",
-        choices=PROTOCOLS,
-        default=list(DEFAULT_PROTOCOLS),
-        help="protocols to report (default: full paper); 'dev' (the Zhao sets' first 20 %%) only for the sets that have it",
     )
     parser.add_argument(
         "--baselines-dir",
@@ -326,12 +313,30 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--no-baselines", action="store_true", help="leave out BERT-RUBER, MaUde and Zhao et al.")
     parser.add_argument("--no-facts", action="store_true", help="do not put persona/fact lines in front of contexts")
-    parser.add_argument("--probes", type=int, default=500)
-    parser.add_argument("--histogram-pairs", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--out", type=Path, required=True)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.human_correlation")
+    add_scoring_arguments(parser)
+    parser.add_argument(
+        "--untuned-checkpoint",
+        default=None,
+        help="DEnsity with the untuned backbone, as a baseline (skipped if not given)",
+    )
+    parser.add_argument("--limit", type=int, default=0, help="first N rows per set (for quick trials)")
+    parser.add_argument(
+        "--protocols",
+        nargs="+",
+        choices=PROTOCOLS,
+        default=list(DEFAULT_PROTOCOLS),
+        help="protocols to report (default: full paper); 'dev' (the Zhao sets' first 20 %%) only for the sets that have it",
+    )
+    parser.add_argument("--probes", type=int, default=500)
+    parser.add_argument("--histogram-pairs", type=int, default=1000)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     logging.getLogger("absl").setLevel(logging.WARNING)  # rouge-score logs every scorer it builds

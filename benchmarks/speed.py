@@ -76,7 +76,9 @@ def timed_interleaved(methods: dict, repeats: int) -> tuple[dict, dict]:
 def rank_speed(scorer: DensityScorer, contexts, pool, k: int, repeats: int) -> dict:
     """Candidates per second of ``rank(context, k candidates)`` against the same pairs through
     ``score()``, on ``contexts`` with k candidates each drawn from ``pool``; and their largest
-    relative score difference (the shared-context layout reads a context once per ``rank``)."""
+    relative score difference. With a shared-context checkpoint both read a context once per row of up
+    to 32 candidates (``score()`` groups repeated contexts too), so they should run alike; the
+    gain over scoring each pair alone is ``benchmarks/grouping.py``'s."""
     rng = np.random.default_rng(1)
     groups = [[pool[j] for j in rng.choice(len(pool), size=k, replace=False)] for _ in contexts]
     flat_contexts = [c for c, group in zip(contexts, groups) for _ in group]

@@ -31,6 +31,8 @@ PROGRESS_MIN_PAIRS = 1024
 # On CPU, batches of long pairs are cut to this many padded tokens: bigger batches of long
 # pairs ran slower here (benchmarks/speed.py: 2048 and 4096 tokens 10-20 % below 1024).
 CPU_MAX_TOKENS = 1024
+# Most candidates a shared-context row holds: a row's length grows with its candidates.
+CANDIDATES_PER_ROW = 32
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
@@ -357,21 +359,69 @@ class Encoder:
             out[index] = features
         return out
 
+    def grouped_rows(
+        self, contexts: Sequence[Sequence[str]], responses: Sequence[str], per_row: int = CANDIDATES_PER_ROW
+    ) -> tuple[list[PackedRow], np.ndarray]:
+        """Encoder rows of the pairs, each distinct context read once per ``per_row`` of its responses.
+
+        In the shared-context layout the pairs are grouped by context (its exact list of turns), in
+        order of first appearance; each group's responses, in input order, fill rows of up to
+        ``per_row`` candidates (a row's length grows with its candidates, so a long group takes
+        several rows, as :meth:`candidate_features` splits them). The context is truncated to the
+        same tokens whatever its candidates, so each pair's feature is the one it gets alone. With
+        all contexts distinct the rows are those of :meth:`iter_features`. The paper layout cannot
+        share a context: one row per pair, in input order.
+
+        Returns:
+            The rows, and for the rows' candidates (numbered row after row) the index of their pair.
+        """
+        if per_row < 1:
+            raise ValueError(f"per_row must be >= 1, got {per_row}")
+        if not responses:
+            return [], np.zeros(0, dtype=np.int64)
+        if self.pair_format.layout != "shared-context":
+            rows = self.pair_format.encode_rows(self.tokenizer, contexts, [[response] for response in responses])
+            return rows, np.arange(len(responses), dtype=np.int64)
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for index, context in enumerate(contexts):
+            groups.setdefault(tuple(context), []).append(index)
+        row_contexts, row_candidates, order = [], [], []
+        for context, members in groups.items():
+            for start in range(0, len(members), per_row):
+                chunk = members[start : start + per_row]
+                row_contexts.append(list(context))
+                row_candidates.append([responses[i] for i in chunk])
+                order += chunk
+        rows = self.pair_format.encode_rows(self.tokenizer, row_contexts, row_candidates)
+        return rows, np.array(order, dtype=np.int64)
+
+    def grouped_features(
+        self,
+        contexts: Sequence[Sequence[str]],
+        responses: Sequence[str],
+        batch_size: int = 64,
+        progress: bool | None = None,
+        per_row: int = CANDIDATES_PER_ROW,
+    ) -> np.ndarray:
+        """g(c, r) of every pair, in input order, reading each repeated context once per row of
+        candidates (:meth:`grouped_rows`): (n, d) float32, the features of :meth:`features` to
+        float32 rounding (the batches differ where contexts repeat; identical where none does)."""
+        rows, order = self.grouped_rows(contexts, responses, per_row)
+        out = np.empty((len(responses), self.dim), dtype=np.float32)
+        for index, features in self.iter_row_features(rows, batch_size, progress):
+            out[order[index]] = features
+        return out
+
     def candidate_features(
         self,
         context: Sequence[str],
         candidates: Sequence[str],
         batch_size: int = 64,
-        per_row: int = 32,
+        per_row: int = CANDIDATES_PER_ROW,
     ) -> np.ndarray:
         """g(c, r) of many candidates of one context, in input order: (k, d) float32.
 
         In the shared-context layout the context is read once per row of up to ``per_row``
         candidates; each candidate's feature equals its feature scored alone.
         """
-        chunks = [list(candidates[i : i + per_row]) for i in range(0, len(candidates), per_row)]
-        rows = self.pair_format.encode_rows(self.tokenizer, [list(context)] * len(chunks), chunks)
-        out = np.empty((len(candidates), self.dim), dtype=np.float32)
-        for index, features in self.iter_row_features(rows, batch_size, progress=False):
-            out[index] = features
-        return out
+        return self.grouped_features([list(context)] * len(candidates), candidates, batch_size, False, per_row)

@@ -85,8 +85,13 @@ class DensityScorer:
     # ------------------------------------------------------------------ pairs
 
     def features(self, contexts, responses) -> np.ndarray:
-        """g(c, r) for checked input: (n, d) float32."""
-        return self.encoder.features(contexts, responses, self.batch_size, self.progress)
+        """g(c, r) for checked input: (n, d) float32.
+
+        Pairs that share a context are scored together (``Encoder.grouped_features``): with a
+        shared-context checkpoint each distinct context is read once per 32 of its responses, as in
+        :meth:`rank`, with the scores of scoring each pair alone; the paper layout reads every pair.
+        """
+        return self.encoder.grouped_features(contexts, responses, self.batch_size, self.progress)
 
     def distances(
         self,
@@ -128,7 +133,8 @@ class DensityScorer:
 
         With a shared-context checkpoint the context is read once for up to 32 candidates
         (``Encoder.candidate_features``), so ranking k candidates costs little more than one
-        pair; with the paper's layout every candidate is its own pair.
+        pair; with the paper's layout every candidate is its own pair. :meth:`score` groups
+        the pairs of a repeated context the same way.
 
         Args:
             context: the turns before the responses, oldest first (a string is one turn).

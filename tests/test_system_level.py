@@ -1,0 +1,150 @@
+"""System-level statistics against independent references: scipy for Kendall tau-b and Pearson r,
+plain loops for system means, pairwise accuracy and the bootstrap's within-system resampling."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.stats import kendalltau, pearsonr
+
+from benchmarks.system_level import (
+    bootstrap_means,
+    evaluate_set,
+    kendall_tau,
+    pairwise_accuracy,
+    pearson,
+    system_level,
+    system_means,
+)
+from train.judgments import JudgmentSet
+
+
+def synthetic(seed: int, n_systems: int = 5, rows: int = 12, ties: bool = False):
+    rng = np.random.default_rng(seed)
+    systems = np.repeat([f"s{i}" for i in range(n_systems)], rows)
+    rng.shuffle(systems)
+    quality = {f"s{i}": rng.normal() for i in range(n_systems)}
+    human = np.array([quality[s] + rng.normal(scale=0.5) for s in systems])
+    metric = np.array([quality[s] + rng.normal(scale=1.0) for s in systems])
+    if ties:
+        human = np.round(human)
+    return metric, human, systems
+
+
+def loop_means(values, systems):
+    names = sorted(set(systems))
+    return names, np.array([np.mean([v for v, s in zip(values, systems) if s == name]) for name in names])
+
+
+def loop_pairwise_accuracy(metric_means, human_means):
+    agree = total = 0
+    for i, j in itertools.combinations(range(len(metric_means)), 2):
+        dm, dh = metric_means[i] - metric_means[j], human_means[i] - human_means[j]
+        agree += (dm > 0 and dh > 0) or (dm < 0 and dh < 0) or (dm == 0 and dh == 0)
+        total += 1
+    return agree / total
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_statistics_match_scipy_and_a_plain_loop(seed):
+    metric, human, systems = synthetic(seed, n_systems=3 + seed)
+    names, metric_means = system_means(metric, systems)
+    loop_names, loop_metric = loop_means(metric, systems)
+    assert names == loop_names
+    np.testing.assert_allclose(metric_means, loop_metric, rtol=1e-12)
+    human_means = loop_means(human, systems)[1]
+    assert kendall_tau(metric_means, human_means) == pytest.approx(kendalltau(metric_means, human_means).statistic)
+    assert pearson(metric_means, human_means) == pytest.approx(pearsonr(metric_means, human_means).statistic)
+    assert pairwise_accuracy(metric_means, human_means) == pytest.approx(
+        loop_pairwise_accuracy(metric_means, human_means)
+    )
+
+
+def test_kendall_tau_b_with_ties_matches_scipy():
+    metric = np.array([1.0, 2.0, 2.0, 3.0, 5.0, 5.0])
+    human = np.array([1.0, 1.0, 2.0, 4.0, 3.0, 6.0])
+    assert kendall_tau(metric, human) == pytest.approx(kendalltau(metric, human).statistic)
+    assert pairwise_accuracy(metric, human) == pytest.approx(loop_pairwise_accuracy(metric, human))
+
+
+def test_statistics_are_vectorised_over_leading_axes():
+    rng = np.random.default_rng(3)
+    metric, human = rng.normal(size=(7, 5)), rng.normal(size=(7, 5))
+    for fn, reference in ((kendall_tau, kendalltau), (pearson, pearsonr)):
+        np.testing.assert_allclose(fn(metric, human), [reference(m, h).statistic for m, h in zip(metric, human)])
+    np.testing.assert_allclose(
+        pairwise_accuracy(metric, human), [loop_pairwise_accuracy(m, h) for m, h in zip(metric, human)]
+    )
+
+
+def test_bootstrap_resamples_rows_within_each_system_and_pairs_metric_with_human():
+    metric, human, systems = synthetic(7, n_systems=4, rows=9)
+    boot_metric, boot_human = bootstrap_means(metric, human, systems, resamples=200, seed=1)
+    assert boot_metric.shape == boot_human.shape == (200, 4)
+    names = sorted(set(systems))
+    for column, name in enumerate(names):
+        rows = [i for i, s in enumerate(systems) if s == name]
+        # every resampled mean lies within the system's own rows' range
+        assert np.all(boot_metric[:, column] >= metric[rows].min() - 1e-12)
+        assert np.all(boot_metric[:, column] <= metric[rows].max() + 1e-12)
+    # with the metric equal to the human score, every resample agrees perfectly
+    same_metric, same_human = bootstrap_means(human, human, systems, resamples=50, seed=2)
+    np.testing.assert_array_equal(same_metric, same_human)
+
+
+def test_system_level_intervals_hold_the_value_and_a_perfect_metric_scores_one():
+    metric, human, systems = synthetic(8, n_systems=6, rows=30)
+    result = system_level(metric, human, systems, resamples=300, seed=0)
+    for name in ("kendall_tau", "pearson", "pairwise_accuracy"):
+        low, high = result[name]["ci95"]
+        assert low <= high
+    perfect = system_level(human, human, systems, resamples=100, seed=0)
+    assert all(perfect[name]["value"] == pytest.approx(1.0) for name in perfect)
+    assert all(perfect[name]["ci95"] == pytest.approx([1.0, 1.0]) for name in perfect)
+    reversed_ = system_level(-human, human, systems, resamples=100, seed=0)
+    assert reversed_["kendall_tau"]["value"] == pytest.approx(-1.0)
+    assert reversed_["pairwise_accuracy"]["value"] == 0.0
+
+
+def test_evaluate_set_follows_the_protocol_rows_and_leaves_out_unreported_columns():
+    metric, human, systems = synthetic(9, n_systems=3, rows=5)
+    rows = [{"system": str(s), "score": float(h)} for s, h in zip(systems, human)]
+    rows.append({"system": "ground-truth", "score": 5.0})  # dropped by the paper protocol
+    judgments = JudgmentSet("toy", rows)
+    values = {"m": np.append(metric, 0.0), "hidden": np.zeros(len(rows))}
+    full = evaluate_set(judgments, values, "full", {"m"}, resamples=20, seed=0)
+    paper = evaluate_set(judgments, values, "paper", {"m"}, resamples=20, seed=0)
+    assert set(full["metrics"]) == {"m"} and len(full["systems"]) == 4 and len(paper["systems"]) == 3
+    names, metric_means = loop_means(metric, systems)
+    human_means = loop_means(human, systems)[1]
+    assert paper["metrics"]["m"]["kendall_tau"]["value"] == pytest.approx(
+        kendalltau(metric_means, human_means).statistic
+    )
+    assert list(paper["metrics"]["m"]["system_means"]) == names
+
+
+def test_main_writes_the_table_for_sets_with_three_systems_or_more(tiny_checkpoint, tmp_path):
+    import json
+
+    from benchmarks.system_level import main
+
+    from .tiny import synthetic_pairs
+
+    contexts, responses = synthetic_pairs(24, seed=60)
+    data = tmp_path / "data"
+    data.mkdir()
+    for name, n_systems in (("three", 3), ("two", 2)):
+        lines = [
+            json.dumps({"context": c, "response": r, "system": f"sys{i % n_systems}", "score": float(i % 5)})
+            for i, (c, r) in enumerate(zip(contexts, responses))
+        ]
+        (data / f"{name}.normalized.jsonl").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    argv = ["--checkpoint", str(tiny_checkpoint), "--data-dir", str(data), "--no-baselines", "--resamples", "20"]
+    main([*argv, "--dtype", "float32", "--out", str(out)])
+    report = json.loads((out / "system_level.json").read_text())
+    assert list(report["sets"]) == ["three"] and report["skipped"] == {"two": "2 system(s)"}
+    full = report["sets"]["three"]["full"]
+    assert full["systems"] == {"sys0": 8, "sys1": 8, "sys2": 8}
+    assert "DEnsity" in full["metrics"]
+    assert "| three | 3 | 24 | DEnsity |" in (out / "system_level.md").read_text()
