@@ -118,3 +118,11 @@ def test_anchor_loss_is_the_mean_mahalanobis_length_of_the_drift():
         torch.from_numpy(now).float(), torch.from_numpy(anchor).float(), torch.from_numpy(precision).float()
     )
     assert got.item() == pytest.approx(expected, rel=1e-5)
+
+
+def test_margin_loss_leaves_out_masked_copies_and_is_zero_without_any():
+    gold = torch.tensor([1.0, 4.0])
+    copies = torch.tensor([[2.0, 9.0], [0.0, 8.0]])
+    mask = torch.tensor([[True, False], [False, False]])
+    assert margin_loss(gold, copies, margin=3.0, mask=mask).item() == pytest.approx(2.0)  # only 3 + 1 - 2
+    assert margin_loss(gold, copies, margin=3.0, mask=torch.zeros(2, 2, dtype=torch.bool)).item() == 0.0

@@ -24,7 +24,7 @@ def start(backbone, tmp_path_factory):
 
 def density_config(backbone, start, **overrides):
     base = dict(init_from=str(start), density_weight=1.0, density_copies=2, copy_mix=COPIES, bank_size=16)
-    return config_for(backbone, validation_kinds="", dropout=False, **{**base, **overrides})
+    return config_for(backbone, validation_kinds="", **{"dropout": False, **base, **overrides})
 
 
 def test_init_from_starts_from_the_checkpoints_encoder_and_head(backbone, start, tmp_path):
@@ -48,7 +48,9 @@ def test_the_density_term_equals_a_float64_reference(backbone, start, tmp_path):
     rows = [0, 1, 2, 3]
     drawn = trainer._draw(rows, epoch=0)
     copies = draw_copies(train, rows, trainer.config, epoch=0)
-    assert {kind for row in rows for kind, _ in copies[row]} - {"random"}  # real copies were drawn
+    drawn_kinds = [kind for row in rows for kind, _ in copies[row]]
+    assert set(drawn_kinds) - {"random"}, drawn_kinds  # real copies were drawn
+    assert "random" in drawn_kinds, drawn_kinds  # and a fallback, which the margin must leave out
     contexts = [train.contexts[i] for i in rows]
     candidates = [[train.responses[i], *(t for _, t in drawn[i]), *(t for _, t in copies[i])] for i in rows]
     kinds = [[k for k, _ in drawn[i]] + [k for k, _ in copies[i]] for i in rows]
@@ -66,10 +68,11 @@ def test_the_density_term_equals_a_float64_reference(backbone, start, tmp_path):
     def distance(x):
         return np.sqrt((x - mean) @ precision @ (x - mean))
 
-    hinges = [
-        max(0.0, 3.0 + distance(features[g * group]) - distance(features[g * group + j]))
+    hinges = [  # random fallbacks (e.g. an earlier turn of a one-turn context) are not copies: left out
+        max(0.0, 3.0 + distance(features[g * group]) - distance(features[g * group + 4 + j]))
         for g in range(4)
-        for j in (4, 5)
+        for j, (kind, _) in enumerate(copies[rows[g]])
+        if kind != "random"
     ]
     assert margin.item() == pytest.approx(np.mean(hinges), rel=1e-4, abs=1e-5)
     assert drift.item() == pytest.approx(0.0, abs=1e-3)
@@ -96,7 +99,7 @@ def test_a_density_run_logs_its_parts_and_resumes_to_the_same_weights(backbone, 
 
 def test_the_anchor_needs_a_starting_checkpoint(backbone, start, tmp_path):
     train, valid = dialogue_data()
-    with pytest.raises(ValueError, match="anchor_weight needs init_from"):
+    with pytest.raises(ValueError, match="needs --init-from"):
         Trainer(density_config(backbone, start, init_from=""), train, valid, tmp_path)
 
 
@@ -114,3 +117,8 @@ def test_recall_is_measured_over_valid_negatives_when_given(backbone, start, tmp
     assert {len(row) for row in trainer.valid_negatives} == {7}
     assert trainer.config.negatives == 3
     assert 0.0 <= trainer.evaluate()["recall_at_1"] <= 1.0
+
+
+def test_a_density_term_needs_every_dropout_off(backbone, start):
+    with pytest.raises(ValueError, match="needs --no-dropout"):
+        density_config(backbone, start, dropout=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from density_metric.pair_format import LAYOUTS, POOLINGS, PairFormat
 
+from .density_term import DEFAULT_BANK_SIZE, DEFAULT_COPIES, DEFAULT_COPY_MIX, DEFAULT_MARGIN, DEFAULT_SHRINKAGE
 from .losses import CONTRASTIVE_AVERAGES
 from .negatives import GOLD_KINDS, KINDS, NegativeMix
 
@@ -92,11 +93,11 @@ class TrainConfig:
     # The density term (train/density_term.py); weight 0: off. Each context also gets density_copies
     # negatives of copy_mix's kinds, for this term and the contrastive term, never the cross-entropy.
     density_weight: float = 0.0
-    density_margin: float = 3.0
-    density_copies: int = 4
-    copy_mix: str = "echo:1,speaker:1,earlier:1,span:1"
-    bank_size: int = 2048
-    bank_shrinkage: float = 0.1
+    density_margin: float = DEFAULT_MARGIN
+    density_copies: int = DEFAULT_COPIES
+    copy_mix: str = DEFAULT_COPY_MIX
+    bank_size: int = DEFAULT_BANK_SIZE
+    bank_shrinkage: float = DEFAULT_SHRINKAGE
     anchor_weight: float = 1.0  # drift of the golds from the starting model's features (needs init_from)
 
     def __post_init__(self):
@@ -123,6 +124,16 @@ class TrainConfig:
                 f"density_weight and anchor_weight must be >= 0, got {self.density_weight} and {self.anchor_weight}"
             )
         if self.density_weight:
+            if self.dropout:
+                raise ValueError(
+                    "a density term (--density-weight) needs --no-dropout: dropout alone moves a feature by about "
+                    "a gold's distance from the mean, which would swamp the margin"
+                )
+            if self.anchor_weight and not self.init_from:
+                raise ValueError(
+                    "the density term's anchor (--anchor-weight, default 1) needs --init-from, the model whose "
+                    "features the golds stay near; or give --anchor-weight 0"
+                )
             if self.density_copies < 1:
                 raise ValueError(f"density_copies must be >= 1 with a density term, got {self.density_copies}")
             if self.bank_size < 2 or not 0 < self.bank_shrinkage <= 1:
@@ -408,19 +419,31 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
         "--density-weight", type=float, default=0.0, help="weight of the density term's margin (default 0: off)"
     )
     density.add_argument(
-        "--density-margin", type=float, default=3.0, help="how much farther out a copy must lie (default 3)"
+        "--density-margin",
+        type=float,
+        default=DEFAULT_MARGIN,
+        help=f"how much farther out a copy must lie (default {DEFAULT_MARGIN:g})",
     )
-    density.add_argument("--density-copies", type=int, default=4, help="copies per context (default 4)")
+    density.add_argument(
+        "--density-copies", type=int, default=DEFAULT_COPIES, help=f"copies per context (default {DEFAULT_COPIES})"
+    )
     density.add_argument(
         "--copy-mix",
-        default="echo:1,speaker:1,earlier:1,span:1",
-        help="kinds of the copies, weighted as --negative-mix (default echo:1,speaker:1,earlier:1,span:1)",
+        default=DEFAULT_COPY_MIX,
+        help=f"kinds of the copies, weighted as --negative-mix (default {DEFAULT_COPY_MIX}); a kind that "
+        "cannot make a copy falls back to a random utterance, which the margin leaves out",
     )
     density.add_argument(
-        "--bank-size", type=int, default=2048, help="recent gold features whose Gaussian the term uses (default 2048)"
+        "--bank-size",
+        type=int,
+        default=DEFAULT_BANK_SIZE,
+        help=f"recent gold features whose Gaussian the term uses (default {DEFAULT_BANK_SIZE})",
     )
     density.add_argument(
-        "--bank-shrinkage", type=float, default=0.1, help="shrinkage of the bank's covariance (default 0.1)"
+        "--bank-shrinkage",
+        type=float,
+        default=DEFAULT_SHRINKAGE,
+        help=f"shrinkage of the bank's covariance (default {DEFAULT_SHRINKAGE:g})",
     )
     density.add_argument(
         "--anchor-weight",

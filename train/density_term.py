@@ -34,6 +34,8 @@ import torch
 DEFAULT_BANK_SIZE = 2048
 DEFAULT_SHRINKAGE = 0.1
 DEFAULT_MARGIN = 3.0
+DEFAULT_COPIES = 4
+DEFAULT_COPY_MIX = "echo:1,speaker:1,earlier:1,span:1"
 
 
 class GoldBank:
@@ -119,14 +121,21 @@ def mahalanobis_distance(features: torch.Tensor, mean: torch.Tensor, precision: 
     return squared.clamp_min(1e-12).sqrt()
 
 
-def margin_loss(gold: torch.Tensor, copies: torch.Tensor, margin: float = DEFAULT_MARGIN) -> torch.Tensor:
+def margin_loss(
+    gold: torch.Tensor, copies: torch.Tensor, margin: float = DEFAULT_MARGIN, mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """mean over contexts b and copies j of relu(margin + gold[b] - copies[b, j]).
 
-    gold: (B,) distances of the gold replies; copies: (B, M) distances of each context's copies.
+    gold: (B,) distances of the gold replies; copies: (B, M) distances of each context's copies;
+    mask: (B, M) bool, the copies that count (the others, e.g. random fallbacks, are left out);
+    0 when none counts.
     """
     if copies.ndim != 2 or copies.shape[0] != gold.shape[0]:
         raise ValueError(f"copies must be (B, M) with B = {gold.shape[0]}, got {tuple(copies.shape)}")
-    return torch.relu(margin + gold[:, None] - copies).mean()
+    hinges = torch.relu(margin + gold[:, None] - copies)
+    if mask is None:
+        return hinges.mean()
+    return (hinges * mask).sum() / mask.sum().clamp(min=1)
 
 
 def anchor_loss(features: torch.Tensor, anchor: torch.Tensor, precision: torch.Tensor) -> torch.Tensor:
@@ -161,14 +170,19 @@ class DensityTerm:
         )
 
     def loss(
-        self, gold: torch.Tensor, copies: torch.Tensor, anchor_features: torch.Tensor | None = None
+        self,
+        gold: torch.Tensor,
+        copies: torch.Tensor,
+        anchor_features: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(weighted total, margin part, drift part). gold: (B, d); copies: (B, M, d); anchor_features: (B, d)."""
+        """(weighted total, margin part, drift part). gold: (B, d); copies: (B, M, d); anchor_features:
+        (B, d); mask: (B, M) bool, the copies the margin counts (:func:`margin_loss`)."""
         mean, precision = self.bank.gaussian()
         batch, copies_per_context, dim = copies.shape
         gold_distance = mahalanobis_distance(gold, mean, precision)
         copy_distance = mahalanobis_distance(copies.reshape(-1, dim), mean, precision).view(batch, copies_per_context)
-        margin = margin_loss(gold_distance, copy_distance, self.margin)
+        margin = margin_loss(gold_distance, copy_distance, self.margin, mask)
         drift = torch.zeros((), device=gold.device)
         if anchor_features is not None and self.anchor_weight:
             drift = anchor_loss(gold, anchor_features, precision)
@@ -180,8 +194,11 @@ class DensityTerm:
 
 def draw_copies(data, rows, config, epoch: int) -> dict[int, list[tuple[str, str]]]:
     """``config.density_copies`` negatives of ``config.copy_mix`` per row, as (kind, text), from a seed
-    stream of their own (negatives_seed + COPY_SEED_OFFSET + epoch), so they never repeat the mix's
-    hard negatives. data: a ``train.data.SelectionData``; config: a ``train.config.TrainConfig``."""
+    stream of their own (negatives_seed + COPY_SEED_OFFSET + epoch). A kind that cannot make a copy
+    (``earlier`` in a one-turn context) falls back to a ``random`` utterance, as in
+    :func:`train.negatives.draw_labelled_negatives`; the margin leaves those out. A copy may equal one of
+    the row's negatives (an echo of a one-turn context is the same whatever the seed).
+    data: a ``train.data.SelectionData``; config: a ``train.config.TrainConfig``."""
     from .negatives import NegativeMix, draw_labelled_negatives
 
     drawn = draw_labelled_negatives(
@@ -207,9 +224,7 @@ def start_density_term(config, start: str, gold_features, n_train: int, dim: int
     from .model import DensityModel
 
     anchor = None
-    if config.anchor_weight:
-        if not config.init_from:
-            raise ValueError("anchor_weight needs init_from (the model whose features the golds stay near)")
+    if config.anchor_weight:  # TrainConfig makes sure there is an init_from
         anchor, _ = DensityModel.load(start, config.pair_format, config.feature_only_last_layer)
         anchor = anchor.to(device).eval().requires_grad_(False)
     bank = GoldBank(config.bank_size, dim, config.bank_shrinkage, device=device)

@@ -155,7 +155,6 @@ class Trainer:
             load_optimizer(state_dir, optimizer)
             self.progress = saved["progress"]
             self.scheduler.load_state_dict({**saved["scheduler"], "lr_lambdas": [None] * len(optimizer.param_groups)})
-            torch.set_rng_state(load_file(str(state_dir / "rng.safetensors"))[f"rank{self.accelerator.process_index}"])
             logger.info(
                 "resuming from %s at epoch %d, step %d",
                 state_dir,
@@ -184,6 +183,8 @@ class Trainer:
                 self.accelerator.device,
                 state_dir / BANK_FILE if resume else None,
             )
+        if resume:  # last, since loading the density term's anchor draws from the RNG (its head's init)
+            torch.set_rng_state(load_file(str(state_dir / "rng.safetensors"))[f"rank{self.accelerator.process_index}"])
 
     @torch.no_grad()
     def _gold_features(self, rows) -> np.ndarray:
@@ -284,7 +285,10 @@ class Trainer:
                 with torch.no_grad(), self.accelerator.autocast():
                     anchor_features, _ = self.density_term.anchor({k: v.to(device) for k, v in alone.items()})
             copies = features.view(len(contexts), group_size, -1)[:, selection:]
-            term, margin, drift = self.density_term.loss(golds, copies, anchor_features)
+            real = torch.tensor(
+                [[kind != "random" for kind in row[config.negatives :]] for row in kinds], device=device
+            )
+            term, margin, drift = self.density_term.loss(golds, copies, anchor_features, real)
             loss = loss + term
         return loss, ce, contrastive, margin, drift, golds.detach()
 
