@@ -205,15 +205,24 @@ def batch_features(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     return features[batch["feature_valid"]]
 
 
-def length_sorted_batches(lengths: Sequence[int], batch_size: int, max_tokens: int | None = None) -> list[np.ndarray]:
-    """Index batches, longest pairs first: at most ``batch_size`` pairs and, if given, at most
-    ``max_tokens`` padded tokens (pairs x longest) each."""
+def length_sorted_batches(
+    lengths: Sequence[int], batch_size: int, max_tokens: int | None = None, sizes: Sequence[int] | None = None
+) -> list[np.ndarray]:
+    """Index batches, longest rows first: at most ``batch_size`` pairs and, if given, at most
+    ``max_tokens`` padded tokens (rows x longest) each.
+
+    ``sizes``: the pairs (candidates) each row holds, 1 each by default; a batch holds rows while
+    their pairs add up to ``batch_size`` at most (a row of more pairs than that is a batch alone).
+    """
     order = np.argsort(-np.asarray(lengths), kind="stable")
+    sizes = np.ones(len(order), dtype=np.int64) if sizes is None else np.asarray(sizes, dtype=np.int64)
     batches, start = [], 0
     while start < len(order):
-        size = batch_size
+        most_rows = len(order) - start
         if max_tokens is not None:
-            size = max(1, min(batch_size, max_tokens // max(int(lengths[order[start]]), 1)))
+            most_rows = max(1, min(most_rows, max_tokens // max(int(lengths[order[start]]), 1)))
+        pairs = np.cumsum(sizes[order[start : start + most_rows]])
+        size = max(1, int(np.searchsorted(pairs, batch_size, side="right")))
         batches.append(order[start : start + size])
         start += size
     return batches
@@ -330,13 +339,16 @@ class Encoder:
     ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Yield (candidate indices (m,) int64, features (m, d) float32) per length-sorted batch of rows.
 
-        Candidates are numbered row after row, in each row's order.
+        A batch holds at most ``batch_size`` candidates (pairs), on every device; a row of more
+        candidates than that is a batch alone. Candidates are numbered row after row, in each row's order.
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         offsets = np.cumsum([0] + [len(row.features) for row in rows])
         max_tokens = CPU_MAX_TOKENS if self.device.type == "cpu" else None
-        batches = length_sorted_batches([len(row.ids) for row in rows], batch_size, max_tokens)
+        batches = length_sorted_batches(
+            [len(row.ids) for row in rows], batch_size, max_tokens, [len(row.features) for row in rows]
+        )
         show = offsets[-1] >= PROGRESS_MIN_PAIRS if progress is None else progress
         pad_id = self.tokenizer.pad_token_id
         with torch.inference_mode(), self._autocast():
@@ -405,8 +417,11 @@ class Encoder:
     ) -> np.ndarray:
         """g(c, r) of every pair, in input order, reading each repeated context once per row of
         candidates (:meth:`grouped_rows`): (n, d) float32, the features of :meth:`features` to
-        float32 rounding (the batches differ where contexts repeat; identical where none does)."""
-        rows, order = self.grouped_rows(contexts, responses, per_row)
+        float32 rounding (the batches differ where contexts repeat; identical where none does).
+
+        A row holds at most ``min(per_row, batch_size)`` candidates and a batch at most
+        ``batch_size``, so ``batch_size`` bounds the pairs of a forward pass as it does unpacked."""
+        rows, order = self.grouped_rows(contexts, responses, min(per_row, max(batch_size, 1)))
         out = np.empty((len(responses), self.dim), dtype=np.float32)
         for index, features in self.iter_row_features(rows, batch_size, progress):
             out[order[index]] = features

@@ -106,3 +106,37 @@ def test_empty_input_and_bad_per_row(tiny_shared_checkpoint):
     assert scorer.encoder.grouped_features([], []).shape == (0, scorer.encoder.dim)
     with pytest.raises(ValueError, match="per_row must be >= 1"):
         scorer.encoder.grouped_rows([["hi"]], ["hello"], per_row=0)
+
+
+@pytest.mark.parametrize("fixture", LAYOUTS)
+def test_a_batch_holds_at_most_batch_size_pairs_however_rows_are_packed(fixture, request, monkeypatch):
+    import density_metric.features as features_module
+
+    scorer = DensityScorer(str(request.getfixturevalue(fixture)), device="cpu", dtype="float32", batch_size=5)
+    contexts, responses = synthetic_pairs(40, seed=55)
+    pair_contexts = [contexts[0]] * 23 + contexts[1:8] + [contexts[8]] * 10  # 40 pairs, 9 contexts
+    sizes, original = [], features_module.batch_features
+
+    def spy(model, batch):
+        out = original(model, batch)
+        sizes.append(len(out))
+        return out
+
+    monkeypatch.setattr(features_module, "batch_features", spy)
+    grouped = scorer.score(pair_contexts, responses).scores
+    ranked = scorer.rank(contexts[0], responses[:23]).scores
+    assert sum(sizes) == 40 + 23 and max(sizes) <= 5
+    alone = [scorer.score([c], [r]).scores[0] for c, r in zip(pair_contexts, responses)]
+    np.testing.assert_allclose(grouped, alone, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ranked, alone[:23], rtol=1e-5, atol=1e-5)
+
+
+def test_length_sorted_batches_count_the_pairs_each_row_holds():
+    from density_metric.features import length_sorted_batches
+
+    lengths, sizes = [10, 300, 40, 299, 50, 5], [1, 4, 2, 3, 1, 9]
+    # longest first: rows 1 (4 pairs), 3 (3), 4 (1), 2 (2), 0 (1), 5 (9: more than a batch holds, alone)
+    batches = length_sorted_batches(lengths, batch_size=5, sizes=sizes)
+    assert [b.tolist() for b in batches] == [[1], [3, 4], [2, 0], [5]]
+    batches = length_sorted_batches(lengths, batch_size=8, max_tokens=600, sizes=sizes)
+    assert [b.tolist() for b in batches] == [[1, 3], [4, 2, 0], [5]]
