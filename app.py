@@ -74,7 +74,8 @@ BATCH_HELP = (
 
 COMPARE_HELP = (
     f"Two to {MAX_SYSTEMS} `.jsonl` or `.csv` files, one per system, with the same `context`s in the same order "
-    "and each system's `response`. A file with a `density` column (the Batch tab's output) is not scored again. "
+    "and each system's `response`. Files that all have a `density` column (the Batch tab's output) are not "
+    "scored again; a mix of scored and unscored files is refused. "
     f"p-values: approximate randomization ({TESTS['ar']}, 10,000 trials; it decides) and paired bootstrap "
     "(1,000 resamples), seed 12345."
 )

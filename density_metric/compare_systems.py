@@ -1,9 +1,9 @@
 """Comparing dialogue systems: ``python -m density_metric compare A B [C ...]`` and ``DensityScorer.compare``.
 
 Each system is a table (JSONL, CSV or parquet, read by :mod:`density_metric.tables`) of its
-replies to the same contexts, in the same order. A table that already has the score column
-(``--score-field``, default ``density``: what ``score`` writes) is not scored again; the others
-are scored with the checkpoint. The statistics are :func:`density_metric.significance.compare`'s.
+replies to the same contexts, in the same order. Tables that all have the score column
+(``--score-field``, default ``density``: what ``score`` writes) are not scored again; tables that
+all lack it are scored with the checkpoint; a mix is an error naming the files. The statistics are :func:`density_metric.significance.compare`'s.
 """
 
 from __future__ import annotations
@@ -133,12 +133,31 @@ def check_same_contexts(systems: Sequence[SystemTable]) -> None:
             )
 
 
+def check_all_or_none_stored(systems: Sequence[SystemTable]) -> None:
+    """A ValueError naming the files when some tables carry stored scores and others do not.
+
+    Stored scores may come from another checkpoint or options than the one that would score the
+    rest, and the signature could name only the latter: a mix is never compared.
+    """
+    stored = [str(system.path) for system in systems if system.scores is not None]
+    fresh = [str(system.path) for system in systems if system.scores is None]
+    if stored and fresh:
+        raise ValueError(
+            f"{', '.join(stored)} carry stored scores but {', '.join(fresh)} do not; scores of two runs "
+            "(perhaps of two checkpoints) are not compared: score every file with the same checkpoint first, "
+            "or none"
+        )
+
+
 def compare_tables(
     systems: Sequence[SystemTable], scorer_factory=None, **options: Any
 ) -> tuple[ComparisonResult, list[SystemTable]]:
-    """Compare system tables with the same contexts; those without stored scores are scored first.
+    """Compare system tables with the same contexts: all with stored scores, or all scored now.
 
-    ``scorer_factory()`` returns the DensityScorer; it is called only if a table needs scoring.
+    ``scorer_factory()`` returns the DensityScorer; it is called only if the tables need scoring.
+
+    Raises:
+        ValueError: some tables have stored scores and others not (:func:`check_all_or_none_stored`).
     """
     if len(systems) < 2:
         raise ValueError(f"give at least 2 system files to compare, got {len(systems)}")
@@ -147,6 +166,7 @@ def compare_tables(
         duplicate = next(name for name in names if names.count(name) > 1)
         raise ValueError(f"{duplicate!r} names two systems (file stems); give --names")
     check_same_contexts(systems)
+    check_all_or_none_stored(systems)
     scorer = None
     for system in systems:
         if system.scores is not None:
@@ -253,7 +273,7 @@ def add_compare_command(commands, positive_int) -> None:
     parser.add_argument(
         "--score-field",
         default="density",
-        help="a table with this column is not scored again; its FIELD_calibrated is used too (default: density)",
+        help="tables with this column (all or none) are not scored again; FIELD_calibrated is used too (default: density)",
     )
     parser.add_argument(
         "--test",

@@ -148,3 +148,14 @@ def test_scorer_compare_equals_compare_on_its_scores(tiny_scorer):
 def test_scorer_compare_names_the_system_with_a_bad_response(tiny_scorer):
     with pytest.raises(ValueError, match=r"systems\['bad'\]: responses\[1\] must be a string"):
         tiny_scorer.compare(CONTEXTS, {"good": GOOD, "bad": ["a", None, "c", "d"]})
+
+
+def test_stored_and_fresh_scores_are_not_mixed_the_error_names_the_files(tiny_checkpoint, tmp_path, capsys):
+    write_jsonl(tmp_path / "a.jsonl", [{**row, "density": 1.0} for row in system_rows(GOOD)])
+    write_jsonl(tmp_path / "b.jsonl", system_rows(BAD))
+    write_jsonl(tmp_path / "c.jsonl", [{**row, "density": 2.0} for row in system_rows(BAD)])
+    paths = [tmp_path / name for name in ("a.jsonl", "b.jsonl", "c.jsonl")]
+    line = error_line(capsys, run_compare, tiny_checkpoint, *paths)
+    assert f"{paths[0]}, {paths[2]} carry stored scores but {paths[1]} do not" in line
+    # a column that none has: all are scored now
+    assert run_compare(tiny_checkpoint, *paths, "--score-field", "none_has_it") == 0
