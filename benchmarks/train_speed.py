@@ -25,8 +25,8 @@ from density_metric.features import machine_description
 from density_metric.pair_format import PairFormat
 from train.config import TrainConfig
 from train.corpora import load_dailydialog, response_pairs
-from train.data import SelectionData, epoch_negatives
-from train.loop import Trainer, epoch_batches
+from train.data import SelectionData, epoch_batches, epoch_negatives
+from train.loop import Trainer
 
 ARMS = {
     "paper, full last layer": dict(layout="paper", feature_only_last_layer=False),

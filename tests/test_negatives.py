@@ -19,14 +19,13 @@ from train.negatives import (
     echo_negative,
     random_negative,
     repeat_negative,
-    retrieved_negative,
     same_dialogue_negative,
     shuffle_negative,
     span_negative,
     speaker_negative,
     validation_candidates,
 )
-from train.retrieval import PoolMismatchError, RetrievalIndex, pool_sha256, top_neighbours
+from train.retrieval import PoolMismatchError, RetrievalIndex, pool_sha256, retrieved_negative, top_neighbours
 
 DIALOGUES = [
     ["Hi , how are you ?", "Fine , thanks . And you ?", "Not bad at all .", "Great to hear .", "See you later !"],

@@ -109,3 +109,9 @@ def test_a_resumed_run_logs_each_step_once_as_an_uninterrupted_one(backbone, tmp
     assert [(r["type"], r["step"]) for r in resumed] == [(r["type"], r["step"]) for r in straight]
     values = lambda log: [r.get("loss", r.get("recall_at_1")) for r in log]  # noqa: E731
     np.testing.assert_allclose(values(resumed), values(straight), rtol=1e-5)
+
+
+def test_a_select_on_metric_the_run_does_not_log_is_an_error_before_training(backbone, tmp_path, train_cli_error):
+    line = train_cli_error(cli_run(backbone, tmp_path, "--select-on", "auc_density/typo"))
+    assert "--select-on 'auc_density/typo' is not a validation metric" in line and "recall_at_1" in line
+    assert not (tmp_path / "run" / "log.jsonl").exists()

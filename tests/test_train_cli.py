@@ -138,3 +138,17 @@ def test_init_from_keeps_the_checkpoints_pair_format_and_refuses_a_contradicting
         config_from_args(clashing)
     with pytest.raises(ValueError, match="--init-from .*: no density_config.json"):
         config_from_args(parse(["train", "--out", str(tmp_path), "--init-from", str(tmp_path)]))
+
+
+def test_pushing_a_folder_that_is_no_checkpoint_is_an_error_line_naming_it(tmp_path, train_cli_error):
+    line = train_cli_error(["push", tmp_path / "nothing-here", "org/name"])
+    assert str(tmp_path / "nothing-here") in line
+
+
+def test_an_unreadable_card_for_fit_is_an_error_line_naming_the_flag(tmp_path, train_cli_error):
+    from .test_training import write_corpus
+
+    write_corpus(tmp_path)
+    argv = ["fit", "--corpus", "jsonl", "--train-file", tmp_path / "train.jsonl", "--valid-file"]
+    argv += [tmp_path / "valid.jsonl", "--out", tmp_path / "out", "--card", tmp_path / "missing.md"]
+    assert f"--card {tmp_path / 'missing.md'}: cannot read it" in train_cli_error(argv)

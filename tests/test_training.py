@@ -323,7 +323,7 @@ def test_feature_only_last_layer_gives_the_full_layers_loss_and_gradients(backbo
 
 
 def test_epoch_batches_are_todays_slices_without_buckets_and_length_sorted_windows_with():
-    from train.loop import epoch_batches
+    from train.data import epoch_batches
 
     n, size, seed = 103, 8, 7
     plain = epoch_batches(n, size, seed)
@@ -338,8 +338,7 @@ def test_epoch_batches_are_todays_slices_without_buckets_and_length_sorted_windo
 
 
 def test_attention_dropout_option_sets_every_self_attention(backbone):
-    from train.loop import set_attention_dropout
-    from train.model import DensityModel
+    from train.model import DensityModel, set_attention_dropout
 
     model, _ = DensityModel.load(backbone)
     set_attention_dropout(model.encoder, 0.3)  # the fixture's backbone has 0

@@ -103,3 +103,28 @@ class SelectionData:
 def epoch_negatives(data: SelectionData, n: int, seed: int, epoch: int, resample: bool) -> list[list[str]]:
     """Negatives for ``epoch``: the same every epoch unless ``resample``."""
     return data.negatives(n, seed + epoch if resample else seed)
+
+
+def epoch_batches(
+    n: int, batch_size: int, seed: int, lengths: np.ndarray | None = None, bucket_batches: int = 0
+) -> np.ndarray:
+    """The epoch's micro-batches of row indices, (n // batch_size, batch_size): a seeded shuffle.
+
+    With ``bucket_batches``, each window of that many batches of the shuffle is sorted by
+    ``lengths`` (n,) before it is cut into batches, and the batches are then shuffled, so a batch
+    holds contexts of similar length (less padding) while the epoch order stays random. Each
+    context's loss is unchanged; which contexts share a batch (and so the contrastive term's
+    in-batch negatives) becomes length-correlated.
+    """
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(n)[: n // batch_size * batch_size]
+    if bucket_batches:
+        window = bucket_batches * batch_size
+        order = np.concatenate(
+            [
+                chunk[np.argsort(lengths[chunk], kind="stable")]
+                for chunk in np.split(order, range(window, len(order), window))
+            ]
+        )
+    batches = order.reshape(-1, batch_size)
+    return batches[rng.permutation(len(batches))] if bucket_batches else batches

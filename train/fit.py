@@ -188,20 +188,26 @@ def fit_command(args) -> None:
         train_pairs, valid_pairs = load_corpus(args)
     except ValueError as err:
         fail(str(err))
-    card = Path(args.card).read_text(encoding="utf-8") if args.card else None
-    report = fit_and_write(
-        backbone_path(args.encoder),
-        config,
-        train_pairs,
-        valid_pairs,
-        args.out,
-        card=card,
-        moments=args.moments,
-        batch_size=args.batch_size,
-        device=args.device,
-        dtype=args.dtype,
-        reference_package=args.reference_package,
-        estimator=args.estimator,
-        weights_dtype=args.weights_dtype,
-    )
+    try:
+        card = Path(args.card).read_text(encoding="utf-8") if args.card else None
+    except (OSError, UnicodeDecodeError) as err:
+        fail(f"--card {args.card}: cannot read it ({err})")
+    try:
+        report = fit_and_write(
+            backbone_path(args.encoder),
+            config,
+            train_pairs,
+            valid_pairs,
+            args.out,
+            card=card,
+            moments=args.moments,
+            batch_size=args.batch_size,
+            device=args.device,
+            dtype=args.dtype,
+            reference_package=args.reference_package,
+            estimator=args.estimator,
+            weights_dtype=args.weights_dtype,
+        )
+    except (ValueError, OSError) as err:  # CheckpointError is a ValueError: each names its file
+        fail(str(err))
     print(json.dumps(report, indent=2))

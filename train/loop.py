@@ -38,10 +38,10 @@ from density_metric.gaussian import GaussianAccumulator, GaussianStats
 from density_metric.pair_format import join_context
 
 from .config import TrainConfig, check_resumable
-from .data import SelectionData, epoch_negatives
+from .data import SelectionData, epoch_batches, epoch_negatives
 from .density_term import BANK_FILE, DensityTerm, draw_copies, start_density_term
 from .losses import recall_and_mrr, selection_loss, supervised_contrastive_loss
-from .model import DensityModel
+from .model import DensityModel, set_attention_dropout, set_dropout
 from .negatives import KINDS, NegativeMix, draw_labelled_negatives, validation_candidates
 from .run_log import truncate_log
 from .state import STATE_FILE, load_optimizer, read_trainer_state, save_optimizer, write_trainer_state
@@ -57,47 +57,6 @@ def resolve_mixed_precision(setting: str) -> str:
     if setting != "auto":
         return setting
     return "bf16" if torch.cuda.is_available() or cpu_has_native_bf16() else "no"
-
-
-def epoch_batches(
-    n: int, batch_size: int, seed: int, lengths: np.ndarray | None = None, bucket_batches: int = 0
-) -> np.ndarray:
-    """The epoch's micro-batches of row indices, (n // batch_size, batch_size): a seeded shuffle.
-
-    With ``bucket_batches``, each window of that many batches of the shuffle is sorted by
-    ``lengths`` (n,) before it is cut into batches, and the batches are then shuffled, so a batch
-    holds contexts of similar length (less padding) while the epoch order stays random. Each
-    context's loss is unchanged; which contexts share a batch (and so the contrastive term's
-    in-batch negatives) becomes length-correlated.
-    """
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(n)[: n // batch_size * batch_size]
-    if bucket_batches:
-        window = bucket_batches * batch_size
-        order = np.concatenate(
-            [
-                chunk[np.argsort(lengths[chunk], kind="stable")]
-                for chunk in np.split(order, range(window, len(order), window))
-            ]
-        )
-    batches = order.reshape(-1, batch_size)
-    return batches[rng.permutation(len(batches))] if bucket_batches else batches
-
-
-def set_attention_dropout(encoder, probability: float) -> None:
-    """Set the attention-probability dropout of every self-attention module (and the saved config)."""
-    encoder.config.attention_probs_dropout_prob = probability
-    for name, module in encoder.named_modules():
-        if name.endswith("attention.self") and isinstance(getattr(module, "dropout", None), torch.nn.Dropout):
-            module.dropout.p = probability
-
-
-def set_dropout(encoder, probability: float) -> None:
-    """Set every dropout of the encoder (and its saved config) to ``probability``."""
-    encoder.config.hidden_dropout_prob = encoder.config.attention_probs_dropout_prob = probability
-    for module in encoder.modules():
-        if isinstance(module, torch.nn.Dropout):
-            module.p = probability
 
 
 def _encode_groups(tokenizer, config: TrainConfig, contexts, candidates) -> dict[str, torch.Tensor]:
@@ -172,6 +131,11 @@ class Trainer:
         fit = min(config.valid_fit_pairs, len(train))
         self.fit_rows = np.sort(np.random.default_rng(config.seed).choice(len(train), size=fit, replace=False))
         self.dev = dev
+        if config.select_on not in self.metric_names():  # before training, not at the first evaluation
+            raise ValueError(
+                f"--select-on {config.select_on!r} is not a validation metric of this run; "
+                f"metrics: {', '.join(self.metric_names())}"
+            )
         self.density_term: DensityTerm | None = None
         if config.density_weight:
             self.density_term = start_density_term(
@@ -185,6 +149,16 @@ class Trainer:
             )
         if resume:  # last, since loading the density term's anchor draws from the RNG (its head's init)
             torch.set_rng_state(load_file(str(state_dir / "rng.safetensors"))[f"rank{self.accelerator.process_index}"])
+
+    def metric_names(self) -> list[str]:
+        """The names :meth:`evaluate` logs in this run (the per-kind and dev ones on one process only)."""
+        names = ["recall_at_1", "mrr"]
+        if self.accelerator.num_processes == 1:
+            names += [f"auc_{by}/{kind}" for kind in self.valid_kinds for by in ("f", "density")]
+            if self.dev is not None:
+                suffixes = ("pearson", "spearman", "overlap_spearman", "human_overlap_spearman")
+                names += [f"{self.dev.name}_{suffix}" for suffix in suffixes]
+        return names
 
     @torch.no_grad()
     def _gold_features(self, rows) -> np.ndarray:

@@ -84,3 +84,19 @@ class DensityModel(nn.Module):
                 model.head.weight.copy_(torch.from_numpy(head[0]).float()[None, :])
                 model.head.bias.fill_(head[1])
         return model, tokenizer
+
+
+def set_attention_dropout(encoder, probability: float) -> None:
+    """Set the attention-probability dropout of every self-attention module (and the saved config)."""
+    encoder.config.attention_probs_dropout_prob = probability
+    for name, module in encoder.named_modules():
+        if name.endswith("attention.self") and isinstance(getattr(module, "dropout", None), torch.nn.Dropout):
+            module.dropout.p = probability
+
+
+def set_dropout(encoder, probability: float) -> None:
+    """Set every dropout of the encoder (and its saved config) to ``probability``."""
+    encoder.config.hidden_dropout_prob = encoder.config.attention_probs_dropout_prob = probability
+    for module in encoder.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = probability

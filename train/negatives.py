@@ -23,7 +23,7 @@ and returns one negative, or ``None`` where it cannot make a valid one:
   at least one kept); punctuation tokens are not words and stay.
 - ``shuffle`` (:func:`shuffle_negative`): the gold's tokens shuffled within consecutive windows
   of 3 or 4.
-- ``retrieved`` (:func:`retrieved_negative`): one of the gold's nearest training utterances by
+- ``retrieved`` (:func:`train.retrieval.retrieved_negative`): one of the gold's nearest training utterances by
   embedding similarity (:mod:`train.retrieval`: top-k, near-duplicates above a ceiling already
   left out), never a context turn.
 
@@ -57,14 +57,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .data import SelectionData, normalise
-
-if TYPE_CHECKING:
-    from .retrieval import RetrievalIndex
+from .retrieval import RetrievalIndex, retrieved_negative
 
 # New kinds go at the end: a kind's position is its seed stream, so the others' draws stay the same.
 KINDS = ("random", "same-dialogue", "echo", "speaker", "repeat", "drop", "shuffle", "retrieved", "earlier", "span")
@@ -230,16 +227,6 @@ def shuffle_negative(gold: str, rng: np.random.Generator) -> str | None:
         if shuffled != tokens and normalise(" ".join(shuffled)) != gold_key:
             return " ".join(shuffled)
     return None
-
-
-def retrieved_negative(
-    gold: str, context: Sequence[str], retrieval: RetrievalIndex, rng: np.random.Generator
-) -> str | None:
-    """One of the gold's top-k neighbours in ``retrieval``, uniformly, skipping context turns
-    (verbatim or normalised) and copies of the gold; ``None`` if none is left or the gold is not indexed."""
-    banned = {normalise(turn) for turn in context} | {normalise(gold)}
-    neighbours = [text for text in retrieval.neighbours_of(gold) if normalise(text) not in banned]
-    return neighbours[rng.integers(len(neighbours))] if neighbours else None
 
 
 # --- the mix --------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 
 from density_metric.checkpoint_format import CHECKPOINT_FILES, load_checkpoint
+from density_metric.cli import fail
 
 logger = logging.getLogger(__name__)
 
@@ -59,5 +60,8 @@ def add_push_arguments(parser) -> None:
 
 def push_command(args) -> None:
     """``python -m train push``: prints the commit."""
-    commit = push_checkpoint(args.checkpoint, args.repo_id, private=args.private, message=args.message)
+    try:
+        commit = push_checkpoint(args.checkpoint, args.repo_id, private=args.private, message=args.message)
+    except (ValueError, OSError) as err:  # CheckpointError is a ValueError naming the file
+        fail(str(err))
     print(commit)

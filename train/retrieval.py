@@ -411,3 +411,13 @@ def retrieval_index_command(args) -> None:
         "seconds": round(time.perf_counter() - started, 1),
     }
     print(json.dumps(report, indent=2))
+
+
+def retrieved_negative(
+    gold: str, context: Sequence[str], retrieval: RetrievalIndex, rng: np.random.Generator
+) -> str | None:
+    """One of the gold's top-k neighbours in ``retrieval``, uniformly, skipping context turns
+    (verbatim or normalised) and copies of the gold; ``None`` if none is left or the gold is not indexed."""
+    banned = {normalise(turn) for turn in context} | {normalise(gold)}
+    neighbours = [text for text in retrieval.neighbours_of(gold) if normalise(text) not in banned]
+    return neighbours[rng.integers(len(neighbours))] if neighbours else None

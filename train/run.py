@@ -95,9 +95,9 @@ def train_command(args) -> None:
             config, SelectionData.from_pairs(*train_data), SelectionData.from_pairs(*valid_data), args.out, dev=dev
         )
         train_pairs, valid_pairs = sample_pairs(train_data[:2], args.fit_pairs, config.seed), valid_data[:2]
+        progress = trainer.train(stop_after_seconds=args.max_minutes * 60 if args.max_minutes else None)
     except ValueError as err:
         fail(str(err))
-    progress = trainer.train(stop_after_seconds=args.max_minutes * 60 if args.max_minutes else None)
     if progress["epoch"] < config.epochs:
         print(json.dumps({"stopped": progress, "resume": "run the same command again"}))
         return
