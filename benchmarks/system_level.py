@@ -114,6 +114,9 @@ def evaluate_set(judgments: JudgmentSet, values: dict[str, np.ndarray], protocol
     counts = {name: int(np.sum(systems == name)) for name in names}
     out = {"n_rows": int(len(index)), "systems": counts, "human_means": dict(zip(names, human_means.tolist()))}
     out["metrics"] = {}
+    if len(names) < MIN_SYSTEMS:  # e.g. `paper` dropped the ground-truth "system"
+        out["skipped"] = f"{len(names)} system(s) under {protocol}"
+        return out
     for column, scores in values.items():
         if column not in reported:
             continue
@@ -157,6 +160,10 @@ def markdown(report: dict) -> str:
             if protocol not in result:
                 continue
             entry = result[protocol]
+            if "skipped" in entry:
+                lines.append(
+                    f"| {name} | {len(entry['systems'])} | {entry['n_rows']} | skipped: {entry['skipped']} | | | |"
+                )
             for metric, stats in entry["metrics"].items():
                 cells = [
                     f"{stats[s]['value']:.2f} [{stats[s]['ci95'][0]:.2f}, {stats[s]['ci95'][1]:.2f}]"

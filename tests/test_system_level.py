@@ -123,6 +123,17 @@ def test_evaluate_set_follows_the_protocol_rows_and_leaves_out_unreported_column
     assert list(paper["metrics"]["m"]["system_means"]) == names
 
 
+def test_a_protocol_that_leaves_fewer_than_three_systems_is_skipped_not_computed():
+    metric, human, systems = synthetic(9, n_systems=2, rows=5)
+    rows = [{"system": str(s), "score": float(h)} for s, h in zip(systems, human)]
+    rows.append({"system": "ground-truth", "score": 5.0})  # a third "system" under full only
+    judgments = JudgmentSet("toy", rows)
+    values = {"m": np.append(metric, 0.0)}
+    assert evaluate_set(judgments, values, "full", {"m"}, resamples=20, seed=0)["metrics"]
+    paper = evaluate_set(judgments, values, "paper", {"m"}, resamples=20, seed=0)
+    assert paper["metrics"] == {} and paper["skipped"] == "2 system(s) under paper"
+
+
 def test_main_writes_the_table_for_sets_with_three_systems_or_more(tiny_checkpoint, tmp_path):
     import json
 
