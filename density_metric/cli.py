@@ -1,5 +1,5 @@
-"""Command line: ``python -m density_metric score INPUT -o OUTPUT``, ``compare A B [C ...]``
-(:mod:`density_metric.compare_systems`) and ``install``.
+"""Command line: ``python -m density_metric score INPUT -o OUTPUT``, ``compare A B [C ...]`` (its tables
+and statistics: :mod:`density_metric.compare_systems`) and ``install``.
 
 Arguments, the torchrun start-up (one process group, one device per rank) and messages live here;
 tables are read, checked, scored and written by :mod:`density_metric.tables`. A problem with the
@@ -16,14 +16,18 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import logging
 import os
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any
 
 from tqdm.auto import tqdm
 
+from .compare_systems import compare_tables, read_system
+from .errors import fail, read_or_fail
+from .significance import DEFAULT_RESAMPLES, DEFAULT_SEED, DEFAULT_TRIALS, TESTS
 from .tables import (
     FORMATS,
     check_writable,
@@ -38,12 +42,6 @@ from .tables import (
 )
 
 logger = logging.getLogger("density_metric")
-
-
-def fail(message: str) -> NoReturn:
-    """Exit with code 2 (as argparse does) after one ``error: ...`` line on stderr; a multi-line message is joined."""
-    print("error: " + "; ".join(line.strip() for line in message.splitlines() if line.strip()), file=sys.stderr)
-    raise SystemExit(2)
 
 
 def _format(path: Path, given: str | None, flag: str) -> str:
@@ -75,24 +73,19 @@ def score_command(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    if args.input.is_dir():
-        fail(f"{args.input}: is a directory, not a table file")
-    if not args.input.exists():
-        fail(f"{args.input}: no such file")
-    in_fmt = _format(args.input, args.format, "--format")
     out_fmt = _format(args.output, args.output_format, "--output-format")
-    try:
-        table = read_table(
-            args.input,
+
+    def read(path: Path):
+        in_fmt = _format(path, args.format, "--format")  # after read_or_fail's directory and existence checks
+        return read_table(
+            path,
             in_fmt,
             context_field=args.context_field,
             response_field=args.response_field,
             context_sep=args.context_sep,
         )
-    except ValueError as err:
-        fail(str(err))
-    except OSError as err:
-        fail(f"{args.input}: cannot be read ({err.strerror or err})")
+
+    table = read_or_fail(args.input, read)
     rows = table.rows
     if args.on_error == "raise":
         try:
@@ -178,6 +171,102 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------- compare
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    names = [name.strip() for name in args.names.split(",")] if args.names else [None] * len(args.systems)
+    if len(args.systems) < 2:
+        fail(f"compare needs at least 2 system files, got {len(args.systems)}")
+    if len(names) != len(args.systems):
+        fail(f"--names gives {len(names)} names for {len(args.systems)} system files")
+    systems = []
+    for path, name in zip(args.systems, names):
+        read = functools.partial(
+            read_system,
+            name=name,
+            fmt=args.format,
+            score_field=args.score_field,
+            context_field=args.context_field,
+            response_field=args.response_field,
+            context_sep=args.context_sep,
+        )
+        systems.append(read_or_fail(path, read))
+
+    def scorer_factory():
+        from .scoring import DensityScorer
+
+        return DensityScorer(
+            args.checkpoint,
+            args.revision,
+            device=args.device,
+            dtype=args.dtype,
+            batch_size=args.batch_size,
+            progress=False,
+        )
+
+    try:
+        result, _ = compare_tables(
+            systems, scorer_factory, test=args.test, resamples=args.resamples, trials=args.trials, seed=args.seed
+        )
+    except (ValueError, OSError) as err:  # CheckpointError is a ValueError; OSError: Hub and file errors
+        fail(str(err))
+    print(result.format())
+    if args.json:
+        try:
+            write_json(args.json, result.to_dict())
+        except OSError as err:
+            fail(f"cannot write {args.json}: {err.strerror or err}")
+        logger.info("wrote %s", args.json)
+    return 0
+
+
+def write_json(path: Path, value: dict[str, Any]) -> None:
+    """Write ``value`` as JSON to a temporary file beside ``path``, then rename it: never a partial file."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def add_compare_command(commands, positive_int) -> None:
+    """Register ``compare`` on the command line's subparsers (``positive_int``: cli's argparse type)."""
+    parser = commands.add_parser(
+        "compare",
+        help="which system is better, and is it significant? (paired bootstrap and approximate randomization)",
+        description="Compare systems that answer the same contexts in the same order, one table per system.",
+    )
+    parser.add_argument("systems", nargs="+", type=Path, metavar="SYSTEM", help="a JSONL, CSV or parquet table")
+    parser.add_argument("--names", default=None, help="comma-separated system names (default: the file stems)")
+    parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write the results as JSON")
+    parser.add_argument(
+        "--score-field",
+        default="density",
+        help="tables with this column (all or none) are not scored again; FIELD_calibrated is used too (default: density)",
+    )
+    parser.add_argument(
+        "--test",
+        choices=sorted(TESTS),
+        default="ar",
+        help="the test that decides: ar (approximate randomization, default) or bs (paired bootstrap)",
+    )
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"default: {DEFAULT_SEED}")
+    parser.add_argument("--resamples", type=positive_int, default=DEFAULT_RESAMPLES, help="bootstrap resamples")
+    parser.add_argument("--trials", type=positive_int, default=DEFAULT_TRIALS, help="approximate randomization trials")
+    parser.add_argument("--format", choices=sorted(set(FORMATS.values())), help="default: from each extension")
+    parser.add_argument("--context-field", default="context")
+    parser.add_argument("--response-field", default="response")
+    parser.add_argument("--context-sep", default=None, metavar="SEP", help="split string contexts into turns on SEP")
+    parser.add_argument("--checkpoint", default=None, help="local directory or Hub repo id (default: bundled)")
+    parser.add_argument("--revision", default=None, help="Hub revision; a commit hash pins the scores")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
+    parser.add_argument("--batch-size", type=positive_int, default=64, help="pairs per forward pass (default: 64)")
+    parser.set_defaults(func=compare_command)
+
+
 def install_command(args: argparse.Namespace) -> int:
     from .install import install_evaluate_module
 
@@ -232,8 +321,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     progress.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     score.set_defaults(func=score_command)
-
-    from .compare_systems import add_compare_command
 
     add_compare_command(commands, _positive_int)
 

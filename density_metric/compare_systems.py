@@ -1,41 +1,45 @@
-"""Comparing dialogue systems: ``python -m density_metric compare A B [C ...]`` and ``DensityScorer.compare``.
+"""Comparing dialogue systems: ``DensityScorer.compare`` and the tables of ``python -m density_metric compare``.
 
 Each system is a table (JSONL, CSV or parquet, read by :mod:`density_metric.tables`) of its
 replies to the same contexts, in the same order. Tables that all have the score column
 (``--score-field``, default ``density``: what ``score`` writes) are not scored again; tables that
-all lack it are scored with the checkpoint; a mix is an error naming the files. The statistics are :func:`density_metric.significance.compare`'s.
+all lack it are scored with the checkpoint; a mix is an error naming the files. The statistics
+are :func:`density_metric.significance.compare`'s.
+
+The command line lives in :mod:`density_metric.cli`. This module imports neither it nor
+:mod:`density_metric.scoring` (a scorer is anything with ``score`` and ``signature``), so no two
+modules import each other.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import logging
 import math
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from .significance import DEFAULT_RESAMPLES, DEFAULT_SEED, DEFAULT_TRIALS, TESTS, ComparisonResult, compare
-from .tables import FORMATS, Row, raise_for_bad_rows, read_table
+from .significance import ComparisonResult, compare
+from .tables import Row, raise_for_bad_rows, read_table
 
-if TYPE_CHECKING:
-    from .scoring import DensityScorer
 
-logger = logging.getLogger("density_metric")
+class Scorer(Protocol):
+    """What comparing needs of a scorer (:class:`density_metric.DensityScorer` is one)."""
+
+    signature: str
+
+    def score(self, contexts: Sequence, responses: Sequence) -> Any: ...
 
 
 def compare_responses(
-    scorer: DensityScorer, contexts: Sequence, systems: Mapping[str, Sequence[str]], **options: Any
+    scorer: Scorer, contexts: Sequence, systems: Mapping[str, Sequence[str]], **options: Any
 ) -> ComparisonResult:
     """Score every system's responses to the same ``contexts`` and compare the systems.
 
     Args:
-        scorer: the loaded checkpoint.
+        scorer: the loaded checkpoint (a :class:`~density_metric.DensityScorer`).
         contexts: n rows, each a list of turns (oldest first) or one string.
         systems: ``{name: n responses}``, at least 2.
         options: :func:`density_metric.compare`'s (``test``, ``resamples``, ``trials``, ``seed``).
@@ -150,7 +154,7 @@ def check_all_or_none_stored(systems: Sequence[SystemTable]) -> None:
 
 
 def compare_tables(
-    systems: Sequence[SystemTable], scorer_factory=None, **options: Any
+    systems: Sequence[SystemTable], scorer_factory: Callable[[], Scorer] | None = None, **options: Any
 ) -> tuple[ComparisonResult, list[SystemTable]]:
     """Compare system tables with the same contexts: all with stored scores, or all scored now.
 
@@ -186,111 +190,3 @@ def compare_tables(
         **options,
     )
     return result, list(systems)
-
-
-# ---------------------------------------------------------------------- command line
-
-
-def compare_command(args: argparse.Namespace) -> int:
-    from .cli import fail
-
-    names = [name.strip() for name in args.names.split(",")] if args.names else [None] * len(args.systems)
-    if len(args.systems) < 2:
-        fail(f"compare needs at least 2 system files, got {len(args.systems)}")
-    if len(names) != len(args.systems):
-        fail(f"--names gives {len(names)} names for {len(args.systems)} system files")
-    systems = []
-    for path, name in zip(args.systems, names):
-        if path.is_dir():
-            fail(f"{path}: is a directory, not a table file")
-        if not path.exists():
-            fail(f"{path}: no such file")
-        try:
-            systems.append(
-                read_system(
-                    path,
-                    name,
-                    fmt=args.format,
-                    score_field=args.score_field,
-                    context_field=args.context_field,
-                    response_field=args.response_field,
-                    context_sep=args.context_sep,
-                )
-            )
-        except ValueError as err:
-            fail(str(err))
-        except OSError as err:
-            fail(f"{path}: cannot be read ({err.strerror or err})")
-
-    def scorer_factory():
-        from .scoring import DensityScorer
-
-        return DensityScorer(
-            args.checkpoint,
-            args.revision,
-            device=args.device,
-            dtype=args.dtype,
-            batch_size=args.batch_size,
-            progress=False,
-        )
-
-    try:
-        result, _ = compare_tables(
-            systems, scorer_factory, test=args.test, resamples=args.resamples, trials=args.trials, seed=args.seed
-        )
-    except (ValueError, OSError) as err:  # CheckpointError is a ValueError; OSError: Hub and file errors
-        fail(str(err))
-    print(result.format())
-    if args.json:
-        try:
-            write_json(args.json, result.to_dict())
-        except OSError as err:
-            fail(f"cannot write {args.json}: {err.strerror or err}")
-        logger.info("wrote %s", args.json)
-    return 0
-
-
-def write_json(path: Path, value: dict[str, Any]) -> None:
-    """Write ``value`` as JSON to a temporary file beside ``path``, then rename it: never a partial file."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-
-
-def add_compare_command(commands, positive_int) -> None:
-    """Register ``compare`` on the command line's subparsers (``positive_int``: cli's argparse type)."""
-    parser = commands.add_parser(
-        "compare",
-        help="which system is better, and is it significant? (paired bootstrap and approximate randomization)",
-        description="Compare systems that answer the same contexts in the same order, one table per system.",
-    )
-    parser.add_argument("systems", nargs="+", type=Path, metavar="SYSTEM", help="a JSONL, CSV or parquet table")
-    parser.add_argument("--names", default=None, help="comma-separated system names (default: the file stems)")
-    parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write the results as JSON")
-    parser.add_argument(
-        "--score-field",
-        default="density",
-        help="tables with this column (all or none) are not scored again; FIELD_calibrated is used too (default: density)",
-    )
-    parser.add_argument(
-        "--test",
-        choices=sorted(TESTS),
-        default="ar",
-        help="the test that decides: ar (approximate randomization, default) or bs (paired bootstrap)",
-    )
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"default: {DEFAULT_SEED}")
-    parser.add_argument("--resamples", type=positive_int, default=DEFAULT_RESAMPLES, help="bootstrap resamples")
-    parser.add_argument("--trials", type=positive_int, default=DEFAULT_TRIALS, help="approximate randomization trials")
-    parser.add_argument("--format", choices=sorted(set(FORMATS.values())), help="default: from each extension")
-    parser.add_argument("--context-field", default="context")
-    parser.add_argument("--response-field", default="response")
-    parser.add_argument("--context-sep", default=None, metavar="SEP", help="split string contexts into turns on SEP")
-    parser.add_argument("--checkpoint", default=None, help="local directory or Hub repo id (default: bundled)")
-    parser.add_argument("--revision", default=None, help="Hub revision; a commit hash pins the scores")
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
-    parser.add_argument("--batch-size", type=positive_int, default=64, help="pairs per forward pass (default: 64)")
-    parser.set_defaults(func=compare_command)

@@ -1,15 +1,21 @@
-"""The error of a bad checkpoint file, and the JSON reader that raises it.
+"""Errors: the error of a bad checkpoint file and the JSON reader that raises it; the command
+lines' ``error: ...`` exit and their input file reader.
 
-Below both :mod:`density_metric.backbone` (the encoder's files) and
+Below :mod:`density_metric.backbone` (the encoder's files) and
 :mod:`density_metric.checkpoint_format` (DEnsity's files), which both read JSON files that
-users may have edited.
+users may have edited, and below every command line (``density_metric.cli``, ``train/``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn, TypeVar
+
+T = TypeVar("T")
 
 
 class CheckpointError(ValueError):
@@ -28,3 +34,24 @@ def read_json(path: Path) -> dict:
     if not isinstance(raw, dict):
         raise CheckpointError(path, "must hold a JSON object")
     return raw
+
+
+def fail(message: str) -> NoReturn:
+    """Exit with code 2 (as argparse does) after one ``error: ...`` line on stderr; a multi-line message is joined."""
+    print("error: " + "; ".join(line.strip() for line in message.splitlines() if line.strip()), file=sys.stderr)
+    raise SystemExit(2)
+
+
+def read_or_fail(path: Path, read: Callable[[Path], T]) -> T:
+    """``read(path)`` of an input file, or an ``error:`` exit naming ``path``: a directory, a missing
+    file, a ValueError of ``read`` (its message) or an OSError (the file cannot be read)."""
+    if path.is_dir():
+        fail(f"{path}: is a directory, not a table file")
+    if not path.exists():
+        fail(f"{path}: no such file")
+    try:
+        return read(path)
+    except ValueError as err:
+        fail(str(err))
+    except OSError as err:
+        fail(f"{path}: cannot be read ({err.strerror or err})")

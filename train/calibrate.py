@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from density_metric.checkpoint_format import CARD_FILE, CHECKPOINT_FILES, RATING_FILE, load_checkpoint, save_rating
-from density_metric.cli import fail
+from density_metric.errors import fail
 from density_metric.inputs import as_context, as_response
 from density_metric.rating import RatingHead
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from string import Template
 
-from density_metric.cli import fail
+from density_metric.errors import fail
 
 from .model import BACKBONE_HUB_IDS
 

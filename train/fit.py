@@ -12,7 +12,7 @@ from pathlib import Path
 from safetensors.numpy import load_file, save_file
 
 from density_metric.checkpoint_format import HEAD_FILE, DensityConfig, load_head, save_checkpoint
-from density_metric.cli import fail
+from density_metric.errors import fail
 from density_metric.features import Encoder
 from density_metric.gaussian import ESTIMATORS, GaussianAccumulator, GaussianStats
 

@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 
 from density_metric.checkpoint_format import CHECKPOINT_FILES, load_checkpoint
-from density_metric.cli import fail
+from density_metric.errors import fail
 
 logger = logging.getLogger(__name__)
 

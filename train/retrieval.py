@@ -70,7 +70,7 @@ from pathlib import Path
 
 import numpy as np
 
-from density_metric.cli import fail
+from density_metric.errors import fail
 
 from .corpora import add_corpus_arguments, load_corpus
 from .data import SelectionData, normalise

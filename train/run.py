@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from density_metric.checkpoint_format import DensityConfig
-from density_metric.cli import fail
+from density_metric.errors import fail
 from density_metric.features import machine_description
 from density_metric.gaussian import ESTIMATORS
 
