@@ -7,7 +7,7 @@ holding::
     density_gaussian.safetensors mean (d,) f64, precision (d, d) f64 symmetric positive
                                  semi-definite and not zero, n_samples () i64,
                                  quantiles (k,) f64; metadata: format_version, estimator,
-                                 encoder_fingerprint (see :func:`encoder_fingerprint`)
+                                 encoder_fingerprint (:mod:`density_metric.fingerprint`)
     density_head.safetensors     optional: the response-selection head f(c, r) = weight . g + bias,
                                  weight (d,) f32, bias () f32 (written by train/)
     density_rating.safetensors   optional: the few-shot rating head (python -m train calibrate):
@@ -31,27 +31,22 @@ with by a fingerprint of them, written by :func:`save_checkpoint` and checked on
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
-import logging
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import torch
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
-from .backbone import WEIGHTS_FILE, load_backbone, quiet_transformers
+from .backbone import WEIGHTS_FILE, quiet_transformers
 from .errors import CheckpointError, read_json
+from .fingerprint import FINGERPRINT_KEY, FINGERPRINT_PATTERN, check_fingerprint, encoder_fingerprint, files_hash
 from .gaussian import ESTIMATORS, GaussianStats
 from .pair_format import PairFormat
 from .rating import INPUT_SETS, RatingHead
-
-logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 CONFIG_FILE = "density_config.json"
@@ -85,14 +80,6 @@ FEATURE_DEFINITIONS = {  # g for each (layout, pooling): what density_config.jso
 # noise about 1e-17 of the largest (bundled and untuned checkpoints): 1e-8 leaves a wide margin.
 PRECISION_SYMMETRY_RTOL = 1e-8
 PRECISION_EIGENVALUE_RTOL = 1e-8
-# The Gaussian file's metadata key for encoder_fingerprint(), and the pair-format fields it
-# covers: every field of PairFormat, named here so that a field added later does not change the
-# fingerprint of every checkpoint written before it.
-FINGERPRINT_KEY = "encoder_fingerprint"
-FINGERPRINT_FIELDS = ("turn_separator", "max_length", "max_response_length", "layout", "pooling")
-FINGERPRINT_PATTERN = re.compile(r"sha256:[0-9a-f]{16}")
-# Gaussian files without a fingerprint already warned about, so each warns once per process.
-_WARNED_UNFINGERPRINTED: set[Path] = set()
 
 
 @dataclass
@@ -422,70 +409,6 @@ def save_checkpoint(
 # --------------------------------------------------------------------------- loading
 
 
-def encoder_fingerprint(weights: Path, pair_format: PairFormat) -> str:
-    """ "sha256:" and 16 hex digits over what decides the features g(c, r) a Gaussian is fitted to.
-
-    Counted: the pair-format fields :data:`FINGERPRINT_FIELDS`, and every floating-point tensor
-    of the encoder's ``weights`` file (model.safetensors): its name, shape and values, in name
-    order. float16 and bfloat16 values count as their (exact) float32 values, so one set of
-    weights has one fingerprint whether stored in half or single precision.
-
-    Not counted: the pooler and integer index buffers (``embeddings.position_ids``, which older
-    transformers saved), which the score never reads; config.json and the tokenizer files
-    (they are in the content hash of a local checkpoint's ``revision``); the heads f and rating,
-    which the Gaussian does not depend on.
-
-    Raises:
-        CheckpointError: naming ``weights`` if it cannot be read.
-    """
-    digest = hashlib.sha256()
-    digest.update(json.dumps({name: getattr(pair_format, name) for name in FINGERPRINT_FIELDS}).encode())
-    try:
-        with safe_open(str(weights), framework="pt") as handle:
-            for name in sorted(handle.keys()):
-                tensor = handle.get_tensor(name)
-                if name.startswith("pooler.") or not tensor.is_floating_point():
-                    continue
-                if tensor.dtype in (torch.float16, torch.bfloat16):
-                    tensor = tensor.float()
-                values = tensor.contiguous().numpy()
-                digest.update(f"\n{name} {values.dtype.str} {values.shape}\n".encode())
-                digest.update(np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("<")).data)
-    except Exception as err:  # safetensors raises several error types for a bad file
-        raise CheckpointError(weights, f"is not a readable safetensors file ({err})") from None
-    return "sha256:" + digest.hexdigest()[:16]
-
-
-def check_fingerprint(
-    gaussian: Path, stored: str | None, weights: Path, config: DensityConfig, config_path: Path
-) -> None:
-    """A CheckpointError naming ``gaussian`` unless its ``stored`` fingerprint is that of the
-    ``weights`` and the pair format in ``config``; a warning (once) if it has none."""
-    if stored is None:
-        if gaussian not in _WARNED_UNFINGERPRINTED:
-            _WARNED_UNFINGERPRINTED.add(gaussian)
-            logger.warning(
-                "%s has no %s (it was written before fingerprints): nothing checks that it was fitted "
-                "with this checkpoint's encoder and pair format. Writing the checkpoint again with "
-                "density_metric.save_checkpoint adds one.",
-                gaussian,
-                FINGERPRINT_KEY,
-            )
-        return
-    actual = encoder_fingerprint(weights, config.pair_format)
-    if actual != stored:
-        # Damaged weights (missing, mis-shaped, NaN) change the fingerprint too; their own
-        # error says more, so the encoder is loaded to raise it first.
-        load_backbone(weights.parent)
-        raise CheckpointError(
-            gaussian,
-            f"was fitted with encoder and pair format fingerprint {stored}, but {weights} and the pair "
-            f"format in {config_path} give {actual}: the statistics belong to other weights or another "
-            "pair format (layout, pooling, max lengths, turn separator); restore the files they were "
-            "fitted with, or fit them again",
-        )
-
-
 def load_head(path: Path, dim: int) -> tuple[np.ndarray, float] | None:
     """Read and validate the optional ``density_head.safetensors``: (weight (d,) f64, bias), or None."""
     if not path.is_file():
@@ -549,7 +472,7 @@ def load_checkpoint(
     if not any((encoder_dir / name).is_file() for name in ("tokenizer.json", "vocab.txt")):
         raise CheckpointError(encoder_dir / "tokenizer.json", "no tokenizer file (tokenizer.json or vocab.txt)")
     stored = metadata.get(FINGERPRINT_KEY, known_fingerprint)
-    check_fingerprint(path / GAUSSIAN_FILE, stored, encoder_dir / WEIGHTS_FILE, config, path / CONFIG_FILE)
+    check_fingerprint(path / GAUSSIAN_FILE, stored, encoder_dir / WEIGHTS_FILE, config.pair_format, path / CONFIG_FILE)
     return Checkpoint(
         path=path,
         config=config,
@@ -564,13 +487,7 @@ def load_checkpoint(
 
 def content_hash(path: Path, encoder_path: Path) -> str:
     """First 16 hex digits of a sha256 over the files that decide the scores."""
-    digest = hashlib.sha256()
     files = [path / CONFIG_FILE, path / GAUSSIAN_FILE, *(encoder_path / name for name in ENCODER_FILES)]
     files += [path / name for name in (HEAD_FILE, RATING_FILE) if (path / name).is_file()]
     files += sorted(p for p in (encoder_path / name for name in TOKENIZER_FILES) if p.is_file())
-    for file in files:
-        digest.update(file.name.encode())
-        with open(file, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()[:16]
+    return files_hash(files)

@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 
 from .compare_systems import compare_tables, read_system
 from .errors import fail, read_or_fail
+from .outputs import remove_output, temporary_path
 from .significance import DEFAULT_RESAMPLES, DEFAULT_SEED, DEFAULT_TRIALS, TESTS
 from .tables import (
     FORMATS,
@@ -34,7 +35,6 @@ from .tables import (
     output_columns,
     raise_for_bad_rows,
     read_table,
-    remove_output,
     score_rows,
     table_format,
     unify_contexts,
@@ -223,7 +223,7 @@ def compare_command(args: argparse.Namespace) -> int:
 
 def write_json(path: Path, value: dict[str, Any]) -> None:
     """Write ``value`` as JSON to a temporary file beside ``path``, then rename it: never a partial file."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary = temporary_path(path)
     try:
         temporary.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
         os.replace(temporary, path)

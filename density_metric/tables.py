@@ -30,7 +30,7 @@ header-only CSV keeps its header. It writes to a hidden temporary file next to t
 and renames it over the target when complete: a file at the path is always a whole table,
 and an interrupted write (Ctrl-C) leaves the previous file, or none, and no temporary file
 (``kill -9`` can leave a ``.NAME.*.tmp``, never a partial NAME). A symlink at the path is
-written through (:func:`output_target`): the file it points to is replaced, the link stays.
+written through (:func:`~density_metric.outputs.output_target`): the file it points to is replaced, the link stays.
 :func:`check_writable` creates and removes such a temporary file, so a read-only folder fails
 before any scoring. Values, by format:
 
@@ -56,7 +56,6 @@ import csv
 import json
 import math
 import os
-import secrets
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -64,6 +63,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .inputs import SURROGATE, as_context, as_response
+from .outputs import output_target, sync, temporary_path
 from .results import ScoreChunk, score_columns
 
 if TYPE_CHECKING:
@@ -428,7 +428,7 @@ def check_writable(path: str | Path, fmt: str, records: Sequence[dict[str, Any]]
             if not parent.is_dir():
                 raise ValueError(f"cannot write {path}: {parent} is not a directory")
             break
-    temporary = _temporary_path(target)
+    temporary = temporary_path(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         try:  # what write_records does first: a read-only folder or file system fails here
@@ -451,7 +451,7 @@ def write_records(path: str | Path, fmt: str, records: Sequence[dict[str, Any]],
     _check_format(fmt, path)
     path = output_target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = _temporary_path(path)
+    temporary = temporary_path(path)
     try:
         if fmt == "parquet":
             import pyarrow.parquet as pq
@@ -459,7 +459,7 @@ def write_records(path: str | Path, fmt: str, records: Sequence[dict[str, Any]],
             table = arrow_table(records, columns)
             with open(temporary, "xb") as handle:
                 pq.write_table(table, handle)
-                _sync(handle)
+                sync(handle)
         else:
             with open(temporary, "x", encoding="utf-8", newline="") as handle:
                 if fmt == "jsonl":
@@ -470,49 +470,8 @@ def write_records(path: str | Path, fmt: str, records: Sequence[dict[str, Any]],
                     writer.writeheader()
                     for record in records:
                         writer.writerow({key: _csv_cell(value) for key, value in record.items()})
-                _sync(handle)
+                sync(handle)
         os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
-
-
-def output_target(path: str | Path) -> Path:
-    """The file that writing ``path`` replaces: for a symlink, the file it points to (written through, as a
-    shell's ``>`` does, so the link stays), else ``path`` itself."""
-    path = Path(path)
-    return Path(os.path.realpath(path)) if path.is_symlink() else path
-
-
-def _temporary_path(path: Path) -> Path:
-    """A fresh hidden name next to ``path``, so that the rename over it is atomic."""
-    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-
-
-def remove_output(path: str | Path, keep: str | Path | None = None) -> None:
-    """Remove an earlier output at ``path`` (through a symlink: the file it points to, not the link), unless
-    it is the file ``keep`` (the input, scored in place). Nothing happens where there is no file.
-
-    Raises:
-        ValueError: ``"cannot write PATH: ..."``, naming why the file cannot be removed.
-    """
-    target = output_target(path)
-    if not os.path.lexists(target) or (keep is not None and _same_file(keep, target)):
-        return  # unlink(missing_ok=True) would still fail on a read-only file system
-    try:
-        target.unlink()
-    except OSError as err:
-        raise ValueError(f"cannot write {path}: cannot remove the earlier file ({err.strerror or err})") from None
-
-
-def _same_file(a: str | Path, b: str | Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one does not exist
-        return False
-
-
-def _sync(handle) -> None:
-    """Flush to the disk before the rename, so that a crash cannot leave a renamed but empty file."""
-    handle.flush()
-    os.fsync(handle.fileno())
