@@ -21,13 +21,11 @@ declare -A ARM=(
   # (c) (b) with the contrastive term (copies are classes of their own there) and more copy kinds
   [c]="--negatives 4 --contrastive-weight 1 ${BANK[*]} --density-copies 5 --copy-mix echo:1,speaker:1,earlier:1,span:1,repeat:1"
 )
-first=1
 for name in ${@:-b c a}; do
   out=runs/pilot-parrot/$name
   mkdir -p "$out" "results/pilots/parrot/$name"
   start=()
-  if [ "$first" = 1 ]; then start=(--eval-at-start); fi   # the release, judged the same way, once
-  first=0
+  if [ "$name" = b ]; then start=(--eval-at-start); fi   # the release, judged the same way, once (arm b runs first)
   if [ ! -f "$out/checkpoint/density_config.json" ]; then
     # shellcheck disable=SC2086
     python -m train train "${COMMON[@]}" "${start[@]}" ${ARM[$name]} --out "$out" \
