@@ -8,7 +8,7 @@ from safetensors.torch import load_file
 from train.density_term import draw_copies
 from train.loop import Trainer, _encode_groups
 
-from .test_training import config_for, dialogue_data, read_log
+from .test_training import assert_same_weights, config_for, dialogue_data, read_log
 
 COPIES = "echo:1,speaker:1,earlier:1,span:1"
 
@@ -89,10 +89,7 @@ def test_a_density_run_logs_its_parts_and_resumes_to_the_same_weights(backbone, 
     Trainer(config, train, valid, tmp_path / "straight").train()
     Trainer(config, train, valid, tmp_path / "resumed").train(stop_after_steps=4)
     Trainer(config, train, valid, tmp_path / "resumed").train()
-    straight = load_file(str(tmp_path / "straight" / "state" / "model.safetensors"))
-    resumed = load_file(str(tmp_path / "resumed" / "state" / "model.safetensors"))
-    for name, tensor in straight.items():
-        torch.testing.assert_close(resumed[name], tensor, rtol=1e-5, atol=1e-6)
+    assert_same_weights(tmp_path / "straight", tmp_path / "resumed")
     steps = [r for r in read_log(tmp_path / "straight") if r["type"] == "train"]
     assert all({"margin", "drift"} <= set(r) for r in steps) and steps[-1]["drift"] > 0
 

@@ -72,6 +72,14 @@ def write_corpus(folder, train_dialogues=30, valid_dialogues=8):
         (folder / f"{split}.jsonl").write_text("\n".join(lines) + "\n")
 
 
+def assert_same_weights(run, other):
+    """The two runs' saved states hold the same weights (to float32 noise)."""
+    first = load_file(str(run / "state" / "model.safetensors"))
+    second = load_file(str(other / "state" / "model.safetensors"))
+    for name, tensor in first.items():
+        torch.testing.assert_close(second[name], tensor, rtol=1e-5, atol=1e-6)
+
+
 def read_log(out):
     return [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
 
@@ -122,10 +130,7 @@ def test_interrupted_run_resumes_in_a_new_trainer_to_the_same_weights(backbone, 
     Trainer(config, train, valid, tmp_path / "resumed").train(stop_after_steps=5)  # into epoch 2
     Trainer(config, train, valid, tmp_path / "resumed").train(stop_after_seconds=0)  # one step, then out of time
     Trainer(config, train, valid, tmp_path / "resumed").train()
-    straight = load_file(str(tmp_path / "straight" / "state" / "model.safetensors"))
-    resumed = load_file(str(tmp_path / "resumed" / "state" / "model.safetensors"))
-    for name, tensor in straight.items():
-        torch.testing.assert_close(resumed[name], tensor, rtol=1e-5, atol=1e-6)
+    assert_same_weights(tmp_path / "straight", tmp_path / "resumed")
     losses = lambda out: [r["loss"] for r in read_log(out) if r["type"] == "train"]  # noqa: E731
     np.testing.assert_allclose(losses(tmp_path / "resumed"), losses(tmp_path / "straight"), rtol=1e-5)
 
@@ -373,10 +378,7 @@ def test_a_run_with_hard_negatives_resumes_to_the_same_weights(backbone, tmp_pat
     Trainer(config, train, valid, tmp_path / "straight").train()
     Trainer(config, train, valid, tmp_path / "resumed").train(stop_after_steps=4)
     Trainer(config, train, valid, tmp_path / "resumed").train()
-    straight = load_file(str(tmp_path / "straight" / "state" / "model.safetensors"))
-    resumed = load_file(str(tmp_path / "resumed" / "state" / "model.safetensors"))
-    for name, tensor in straight.items():
-        torch.testing.assert_close(resumed[name], tensor, rtol=1e-5, atol=1e-6)
+    assert_same_weights(tmp_path / "straight", tmp_path / "resumed")
 
 
 @pytest.mark.parametrize("exclude", ["", "repeat,drop"])
