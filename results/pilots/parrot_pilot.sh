@@ -20,6 +20,11 @@ declare -A ARM=(
   [b]="--negatives 4 --contrastive-weight 0 ${BANK[*]} --density-copies 4 --copy-mix echo:1,speaker:2,earlier:1"
   # (c) (b) with the contrastive term (copies are classes of their own there) and more copy kinds
   [c]="--negatives 4 --contrastive-weight 1 ${BANK[*]} --density-copies 5 --copy-mix echo:1,speaker:1,earlier:1,span:1,repeat:1"
+  # (d) (b) with the density term weighted 4: b's margin loss was still ~2.8 of its 3 at step 600, held
+  #     against the anchor (drift ~7), so the term is given more say
+  [d]="--negatives 4 --contrastive-weight 0 ${BANK[*]} --density-copies 4 --copy-mix echo:1,speaker:2,earlier:1 --density-weight 4"
+  # (e) (d) with margin 8: copies keep being pushed after they clear a gold by 3
+  [e]="--negatives 4 --contrastive-weight 0 ${BANK[*]} --density-copies 4 --copy-mix echo:1,speaker:2,earlier:1 --density-weight 4 --density-margin 8"
 )
 for name in ${@:-b c a}; do
   out=runs/pilot-parrot/$name
@@ -36,6 +41,6 @@ for name in ${@:-b c a}; do
     echo "$name stopped before the end of its schedule: rerun this script to resume it"; exit 1
   fi
 done
-arms=$(for a in a b c; do [ -f "results/pilots/parrot/$a/log.jsonl" ] && echo "$a"; done)
+arms=$(for a in a b c d e; do [ -f "results/pilots/parrot/$a/log.jsonl" ] && echo "$a"; done)
 # shellcheck disable=SC2086
 python -m benchmarks.pilot_table results/pilots/parrot --arms $arms --title "Parrot pilot (issue 31): last evaluation of each arm"
