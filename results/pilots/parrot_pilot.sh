@@ -23,8 +23,11 @@ declare -A ARM=(
   # (d) (b) with the density term weighted 4: b's margin loss was still ~2.8 of its 3 at step 600, held
   #     against the anchor (drift ~7), so the term is given more say
   [d]="--negatives 4 --contrastive-weight 0 ${BANK[*]} --density-copies 4 --copy-mix echo:1,speaker:2,earlier:1 --density-weight 4"
-  # (e) (d) with margin 8: copies keep being pushed after they clear a gold by 3
+  # (e) (d) with margin 8: replaced by f before it ran (PLAN.md); kept here as written
   [e]="--negatives 4 --contrastive-weight 0 ${BANK[*]} --density-copies 4 --copy-mix echo:1,speaker:2,earlier:1 --density-weight 4 --density-margin 8"
+  # (f) (b) with each copy against every gold of the bank (a hinge form of 1 - AUC); weight 1, b's,
+  #     because d (weight 4) fell below the rule's dev bar
+  [f]="--negatives 4 --contrastive-weight 0 ${BANK[*]} --density-copies 4 --copy-mix echo:1,speaker:2,earlier:1 --margin-against bank"
 )
 for name in ${@:-b c a}; do
   out=runs/pilot-parrot/$name
@@ -41,6 +44,6 @@ for name in ${@:-b c a}; do
     echo "$name stopped before the end of its schedule: rerun this script to resume it"; exit 1
   fi
 done
-arms=$(for a in a b c d e; do [ -f "results/pilots/parrot/$a/log.jsonl" ] && echo "$a"; done)
+arms=$(for a in a b c d e f; do [ -f "results/pilots/parrot/$a/log.jsonl" ] && echo "$a"; done)
 # shellcheck disable=SC2086
 python -m benchmarks.pilot_table results/pilots/parrot --arms $arms --title "Parrot pilot (issue 31): last evaluation of each arm"
