@@ -131,9 +131,8 @@ def kept_description(metrics: dict) -> str:
         )
     aucs = {key.split("/", 1)[1]: value for key, value in metrics.items() if key.startswith("auc_density/")}
     if aucs:
-        text += (
-            "; the density's AUC of the gold against one negative of each kind per validation pair: "
-            + ", ".join(f"{kind} {value:.3f}" for kind, value in aucs.items())
+        text += "; the density's AUC of the gold against one negative of each kind per validation pair: " + ", ".join(
+            f"{kind} {value:.3f}" for kind, value in aucs.items()
         )
     return text + "."
 
