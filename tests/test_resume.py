@@ -161,3 +161,15 @@ def test_a_stop_between_the_renames_of_a_save_resumes_from_the_old_state(backbon
     steps = [r["step"] for r in read_log(run) if r["type"] == "train"]
     assert steps == list(range(1, len(steps) + 1)) and len(steps) > 1
     assert (run / "checkpoint").is_dir() and not (run / "state.old").exists() and not (run / "state.new").exists()
+
+
+def test_resuming_on_other_training_data_is_refused_naming_the_split(backbone, stopped_run, tmp_path, train_cli_error):
+    folder = copy_of(stopped_run, tmp_path)
+    argv = cli_run(backbone, folder)  # writes the same corpus again
+    train_file = folder / "train.jsonl"
+    train_file.write_text("".join(train_file.read_text().splitlines(keepends=True)[:-1]))  # one dialogue fewer
+    line = train_cli_error(argv)
+    state = folder / "run" / "state" / "trainer_state.json"
+    assert line.startswith(f"error: {state}: the run was started on other train data (")
+    assert "--data-dir" in line and "a new --out" in line
+    assert not (folder / "run" / "checkpoint").exists()

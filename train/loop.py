@@ -46,6 +46,8 @@ from .negatives import KINDS, NegativeMix, draw_labelled_negatives, validation_c
 from .run_log import truncate_log
 from .state import (
     STATE_FILE,
+    check_same_data,
+    data_summary,
     load_optimizer,
     read_trainer_state,
     recover_state,
@@ -95,8 +97,10 @@ class Trainer:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         state_dir = recover_state(self.out_dir)
         saved = read_trainer_state(state_dir) if (state_dir / STATE_FILE).is_file() else None
+        self.data_summary = data_summary(train, valid)
         if saved is not None:
             check_resumable(saved["config"], config, str(state_dir / STATE_FILE))
+            check_same_data(saved, self.data_summary, str(state_dir / STATE_FILE))
         resume = saved is not None
         torch.manual_seed(config.seed)
         start = config.init_from or config.backbone
@@ -476,7 +480,7 @@ class Trainer:
             if self.density_term is not None:
                 save_file(self.density_term.bank.state_dict(), str(state_dir / BANK_FILE))
             scheduler = {k: v for k, v in self.scheduler.state_dict().items() if k != "lr_lambdas"}
-            write_trainer_state(state_dir, self.progress, scheduler, asdict(self.config))
+            write_trainer_state(state_dir, self.progress, scheduler, asdict(self.config), self.data_summary)
 
         if accelerator.is_main_process:
             replace_state(self.out_dir, write)

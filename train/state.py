@@ -72,10 +72,38 @@ def load_optimizer(path: Path, optimizer) -> None:
     optimizer.load_state_dict({"state": state, "param_groups": json.loads((path / "optimizer.json").read_text())})
 
 
-def write_trainer_state(path: Path, progress: dict, scheduler: dict, config: dict) -> None:
+def write_trainer_state(path: Path, progress: dict, scheduler: dict, config: dict, data: dict) -> None:
+    """``data``: :func:`data_summary` of the run's splits."""
     (path / STATE_FILE).write_text(
-        json.dumps({"progress": progress, "scheduler": scheduler, "config": config}, indent=2)
+        json.dumps({"progress": progress, "scheduler": scheduler, "config": config, "data": data}, indent=2)
     )
+
+
+def data_summary(train, valid) -> dict:
+    """The size and :meth:`train.data.SelectionData.fingerprint` of a run's training and validation pairs."""
+    return {
+        "train_pairs": len(train),
+        "train_sha256": train.fingerprint(),
+        "valid_pairs": len(valid),
+        "valid_sha256": valid.fingerprint(),
+    }
+
+
+def check_same_data(saved: dict, now: dict, where: str) -> None:
+    """Refuse to resume on other pairs than the run began with (states saved before the check was
+    added have no ``data`` and pass): a ValueError naming ``where`` and the split that differs."""
+    if "data" not in saved:
+        return
+    before = saved["data"]
+    for split in ("train", "valid"):
+        pairs, sha = f"{split}_pairs", f"{split}_sha256"
+        if (before[pairs], before[sha]) != (now[pairs], now[sha]):
+            raise ValueError(
+                f"{where}: the run was started on other {split} data ({before[pairs]:,} pairs, sha256 "
+                f"{before[sha][:12]}), so it cannot resume on these ({now[pairs]:,} pairs, sha256 {now[sha][:12]}); "
+                "give the run's data flags again (--corpus, --data-dir, --train-file, --valid-file, --limit), "
+                "or a new --out to start another run"
+            )
 
 
 def read_trainer_state(path: Path) -> dict:
