@@ -110,7 +110,8 @@ def _density_term_description(config) -> str:
     )
     return (
         f" Plus {config.density_weight:g} x the density term relu({config.density_margin:g} + d(gold) - d(copy)) "
-        f"over {config.density_copies} copies of the context per gold, drawn from the mix `{config.copy_mix}` "
+        + ("with each copy against every gold of the bank (averaged) " if config.margin_against == "bank" else "")
+        + f"over {config.density_copies} copies of the context per gold, drawn from the mix `{config.copy_mix}` "
         "(copies enter this term and the contrastive one, never the softmax), where d is the Mahalanobis "
         f"distance to the mean and the shrunk covariance {1 - a:g} S + {a:g} tr(S)/d I of the last "
         f"{config.bank_size:,} gold features (a bank renewed every step): copies of the context must lie "
