@@ -130,3 +130,28 @@ def test_the_wheel_ships_the_card_templates_where_the_card_code_finds_them(tmp_p
     found = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert found.returncode == 0, found.stderr
     assert Path(found.stdout.strip()) == tmp_path / "installed" / "density_train" / "hub_card" / "model_card.md"
+
+
+def test_a_fine_tune_with_the_density_term_says_where_it_started_and_states_the_term():
+    metrics = {"step": 600, "recall_at_1": 0.79, "mrr": 0.87, "auc_density/random": 0.9609, "auc_density/echo": 0.6688}
+    text = card(
+        metrics=metrics,
+        init_from="density_metric/default",
+        dropout=False,
+        density_weight=4.0,
+        density_margin=3.0,
+        density_copies=4,
+        copy_mix="echo:1,speaker:2,earlier:1",
+        bank_size=2048,
+        bank_shrinkage=0.1,
+        anchor_weight=1.0,
+    )
+    assert "fine-tuned from the DEnsity checkpoint `density_metric/default` (its encoder, head and pair format)" in text
+    assert "Plus 4 x the density term relu(3 + d(gold) - d(copy)) over 4 copies of the context per gold" in text
+    assert "drawn from the mix `echo:1,speaker:2,earlier:1`" in text
+    assert "the shrunk covariance 0.9 S + 0.1 tr(S)/d I of the last 2,048 gold features" in text
+    assert "plus 1 x the Mahalanobis drift of the golds" in text
+    assert "every dropout off." in text
+    assert "gold against one negative of each kind per validation pair: random 0.961, echo 0.669." in text
+    plain = card()
+    assert "fine-tuned from" not in plain and "density term" not in plain and "AUC" not in plain

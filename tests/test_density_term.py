@@ -5,7 +5,7 @@ import pytest
 import torch
 from scipy.spatial.distance import mahalanobis as scipy_mahalanobis
 
-from train.density_term import GoldBank, anchor_loss, mahalanobis_distance, margin_loss
+from train.density_term import DensityTerm, GoldBank, anchor_loss, bank_margin_loss, mahalanobis_distance, margin_loss
 
 
 def reference_gaussian(features: np.ndarray, shrinkage: float) -> tuple[np.ndarray, np.ndarray]:
@@ -126,3 +126,54 @@ def test_margin_loss_leaves_out_masked_copies_and_is_zero_without_any():
     mask = torch.tensor([[True, False], [False, False]])
     assert margin_loss(gold, copies, margin=3.0, mask=mask).item() == pytest.approx(2.0)  # only 3 + 1 - 2
     assert margin_loss(gold, copies, margin=3.0, mask=torch.zeros(2, 2, dtype=torch.bool)).item() == 0.0
+
+
+def test_bank_distances_match_scipy_under_the_banks_own_gaussian():
+    rng = np.random.default_rng(3)
+    features = rng.normal(size=(40, 5)) * np.arange(1, 6)
+    bank = GoldBank(size=64, dim=5, shrinkage=0.2)
+    bank.push(torch.from_numpy(features).float())
+    mean, precision = reference_gaussian(features.astype(np.float32), 0.2)
+    expected = [scipy_mahalanobis(row, mean, precision) for row in features.astype(np.float32)]
+    np.testing.assert_allclose(bank.distances().numpy(), expected, rtol=1e-4)
+    bank.push(torch.zeros(1, 5))  # a push renews them
+    assert len(bank.distances()) == 41
+
+
+def test_bank_margin_loss_matches_a_plain_loop_over_copies_and_bank_golds():
+    bank = [1.0, 4.0, 10.0]
+    copies = torch.tensor([[2.0, 9.0], [0.0, 12.0]])
+    mask = torch.tensor([[True, True], [False, True]])
+    hinge = lambda c: np.mean([max(0.0, 3.0 + b - c) for b in bank])  # noqa: E731
+    assert bank_margin_loss(torch.tensor(bank), copies, 3.0).item() == pytest.approx(
+        np.mean([hinge(c) for c in [2.0, 9.0, 0.0, 12.0]])
+    )
+    assert bank_margin_loss(torch.tensor(bank), copies, 3.0, mask).item() == pytest.approx(
+        np.mean([hinge(c) for c in [2.0, 9.0, 12.0]])
+    )
+    assert bank_margin_loss(torch.tensor(bank), copies, 3.0, torch.zeros(2, 2, dtype=torch.bool)).item() == 0.0
+    with pytest.raises(ValueError, match=r"\(B, M\)"):
+        bank_margin_loss(torch.tensor(bank), copies[0])
+
+
+def test_against_the_bank_only_the_copies_move_and_the_value_is_the_loop_over_the_bank():
+    rng = np.random.default_rng(4)
+    held = rng.normal(size=(30, 4))
+    bank = GoldBank(size=32, dim=4, shrinkage=0.1)
+    bank.push(torch.from_numpy(held).float())
+    gold = torch.from_numpy(rng.normal(size=(2, 4))).float().requires_grad_(True)
+    copies = torch.from_numpy(rng.normal(size=(2, 3, 4)) * 0.3).float().requires_grad_(True)
+    total, margin, _ = DensityTerm(bank, margin=2.0, weight=1.5, against="bank").loss(gold, copies)
+    mean, precision = reference_gaussian(held.astype(np.float32), 0.1)
+    distance = lambda h: scipy_mahalanobis(h, mean, precision)  # noqa: E731
+    bank_d = [distance(h) for h in held.astype(np.float32)]
+    expected = np.mean(
+        [max(0.0, 2.0 + b - distance(c)) for c in copies.detach().numpy().reshape(-1, 4) for b in bank_d]
+    )
+    assert margin.item() == pytest.approx(expected, rel=1e-4)
+    assert total.item() == pytest.approx(1.5 * expected, rel=1e-4)
+    total.backward()
+    assert gold.grad is None or torch.count_nonzero(gold.grad) == 0
+    assert copies.grad.abs().sum() > 0
+    with pytest.raises(ValueError, match="against"):
+        DensityTerm(bank, margin=2.0, weight=1.0, against="batch")

@@ -38,11 +38,13 @@ def test_init_from_starts_from_the_checkpoints_encoder_and_head(backbone, start,
     assert torch.equal(model.head.weight.detach()[0], head["weight"].float())
 
 
-def test_the_density_term_equals_a_float64_reference(backbone, start, tmp_path):
-    """Margin relu(m + d(gold) - d(copy)) against the bank's shrunk Gaussian, recomputed in numpy;
-    the anchor's drift is 0 at the start (the model is its anchor); copies enter no cross-entropy."""
+@pytest.mark.parametrize("against", ["gold", "bank"])
+def test_the_density_term_equals_a_float64_reference(backbone, start, tmp_path, against):
+    """Margin relu(m + d(gold) - d(copy)) against the bank's shrunk Gaussian, recomputed in numpy, with
+    each copy's own gold or with every gold of the bank; the anchor's drift is 0 at the start (the
+    model is its anchor); copies enter no cross-entropy."""
     train, valid = dialogue_data()
-    trainer = Trainer(density_config(backbone, start), train, valid, tmp_path)
+    trainer = Trainer(density_config(backbone, start, margin_against=against), train, valid, tmp_path)
     bank = trainer.density_term.bank.features.double().numpy()
     assert len(trainer.density_term.bank) == 16
     rows = [0, 1, 2, 3]
@@ -68,8 +70,15 @@ def test_the_density_term_equals_a_float64_reference(backbone, start, tmp_path):
     def distance(x):
         return np.sqrt((x - mean) @ precision @ (x - mean))
 
+    bank_distances = [distance(x) for x in bank]
+
+    def hinge(g, copy):
+        if against == "gold":
+            return max(0.0, 3.0 + distance(features[g * group]) - distance(copy))
+        return np.mean([max(0.0, 3.0 + d - distance(copy)) for d in bank_distances])
+
     hinges = [  # random fallbacks (e.g. an earlier turn of a one-turn context) are not copies: left out
-        max(0.0, 3.0 + distance(features[g * group]) - distance(features[g * group + 4 + j]))
+        hinge(g, features[g * group + 4 + j])
         for g in range(4)
         for j, (kind, _) in enumerate(copies[rows[g]])
         if kind != "random"

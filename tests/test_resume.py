@@ -115,3 +115,61 @@ def test_a_select_on_metric_the_run_does_not_log_is_an_error_before_training(bac
     line = train_cli_error(cli_run(backbone, tmp_path, "--select-on", "auc_density/typo"))
     assert "--select-on 'auc_density/typo' is not a validation metric" in line and "recall_at_1" in line
     assert not (tmp_path / "run" / "log.jsonl").exists()
+
+
+def test_a_stop_while_the_state_is_saved_leaves_the_last_whole_state(backbone, tmp_path, monkeypatch):
+    """Killed while writing the state of step 4 (the model written, the optimizer not): the run
+    resumes from the whole state of step 2, and its log equals an uninterrupted one's."""
+    import train.loop as loop
+
+    train, valid = data()
+    config = config_for(backbone, save_every=2, validation_kinds="")
+    Trainer(config, train, valid, tmp_path / "straight").train()
+
+    save_optimizer, calls = loop.save_optimizer, []
+
+    def killed_on_the_second_save(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        save_optimizer(*args)
+
+    monkeypatch.setattr(loop, "save_optimizer", killed_on_the_second_save)
+    with pytest.raises(KeyboardInterrupt):
+        Trainer(config, train, valid, tmp_path / "resumed").train()
+    monkeypatch.setattr(loop, "save_optimizer", save_optimizer)
+    state = json.loads((tmp_path / "resumed" / "state" / "trainer_state.json").read_text())
+    assert state["progress"]["global_step"] == 2
+    Trainer(config, train, valid, tmp_path / "resumed").train()
+    straight, resumed = read_log(tmp_path / "straight"), read_log(tmp_path / "resumed")
+    assert [(r["type"], r["step"]) for r in resumed] == [(r["type"], r["step"]) for r in straight]
+    values = lambda log: [r.get("loss", r.get("recall_at_1")) for r in log]  # noqa: E731
+    np.testing.assert_allclose(values(resumed), values(straight), rtol=1e-5)
+
+
+def test_a_stop_between_the_renames_of_a_save_resumes_from_the_old_state(backbone, stopped_run, tmp_path):
+    """state/ moved aside as state.old/, a half-written state.new/ beside it: the run resumes from
+    state.old/ (its step 1 is not taken again) and ends with a checkpoint."""
+    from train.__main__ import main
+
+    folder = copy_of(stopped_run, tmp_path)
+    run = folder / "run"
+    (run / "state").rename(run / "state.old")
+    (run / "state.new").mkdir()
+    (run / "state.new" / "model.safetensors").write_bytes(b"half")
+    main([str(arg) for arg in cli_run(backbone, folder)])
+    steps = [r["step"] for r in read_log(run) if r["type"] == "train"]
+    assert steps == list(range(1, len(steps) + 1)) and len(steps) > 1
+    assert (run / "checkpoint").is_dir() and not (run / "state.old").exists() and not (run / "state.new").exists()
+
+
+def test_resuming_on_other_training_data_is_refused_naming_the_split(backbone, stopped_run, tmp_path, train_cli_error):
+    folder = copy_of(stopped_run, tmp_path)
+    argv = cli_run(backbone, folder)  # writes the same corpus again
+    train_file = folder / "train.jsonl"
+    train_file.write_text("".join(train_file.read_text().splitlines(keepends=True)[:-1]))  # one dialogue fewer
+    line = train_cli_error(argv)
+    state = folder / "run" / "state" / "trainer_state.json"
+    assert line.startswith(f"error: {state}: the run was started on other train data (")
+    assert "--data-dir" in line and "a new --out" in line
+    assert not (folder / "run" / "checkpoint").exists()

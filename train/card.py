@@ -91,8 +91,37 @@ def compute_description(
     )
 
 
+def _init_description(config) -> str:
+    """The card's words for a fine-tune's start (empty for a run from the backbone)."""
+    if not config.init_from:
+        return ""
+    return f", fine-tuned from the DEnsity checkpoint `{config.init_from}` (its encoder, head and pair format)"
+
+
+def _density_term_description(config) -> str:
+    """The card's words for the density term of ``train/density_term.py`` (empty when it is off)."""
+    if not config.density_weight:
+        return ""
+    a = config.bank_shrinkage
+    anchor = (
+        f", plus {config.anchor_weight:g} x the Mahalanobis drift of the golds from the starting model's features"
+        if config.anchor_weight
+        else ""
+    )
+    return (
+        f" Plus {config.density_weight:g} x the density term relu({config.density_margin:g} + d(gold) - d(copy)) "
+        + ("with each copy against every gold of the bank (averaged) " if config.margin_against == "bank" else "")
+        + f"over {config.density_copies} copies of the context per gold, drawn from the mix `{config.copy_mix}` "
+        "(copies enter this term and the contrastive one, never the softmax), where d is the Mahalanobis "
+        f"distance to the mean and the shrunk covariance {1 - a:g} S + {a:g} tr(S)/d I of the last "
+        f"{config.bank_size:,} gold features (a bank renewed every step): copies of the context must lie "
+        f"farther from the human Gaussian than golds{anchor}; every dropout off."
+    )
+
+
 def kept_description(metrics: dict) -> str:
-    """Which evaluation the kept checkpoint comes from, and its DailyDialog-Zhao ``dev`` numbers if logged."""
+    """Which evaluation the kept checkpoint comes from, and its DailyDialog-Zhao ``dev`` numbers and
+    density AUCs (gold against each validation kind) if logged."""
     if "step" not in metrics:
         return ""
     text = f"The kept checkpoint is the one evaluated after step {metrics['step']:,}"
@@ -100,6 +129,11 @@ def kept_description(metrics: dict) -> str:
         text += (
             f"; there, DailyDialog-Zhao `dev` (its first 20 %, with the in-run Gaussian) gave Pearson / "
             f"Spearman x100 {metrics['zhao_dev_pearson']:.2f} / {metrics['zhao_dev_spearman']:.2f}"
+        )
+    aucs = {key.split("/", 1)[1]: value for key, value in metrics.items() if key.startswith("auc_density/")}
+    if aucs:
+        text += "; the density's AUC of the gold against one negative of each kind per validation pair: " + ", ".join(
+            f"{kind} {value:.3f}" for kind, value in aucs.items()
         )
     return text + "."
 
@@ -145,6 +179,8 @@ def card_fields(
         "repo_id": repo_id,
         "negatives": config.negatives,
         "negatives_description": _negatives_description(config),
+        "init_from": _init_description(config),
+        "density_term": _density_term_description(config),
         "recall_at_1": f"{metrics['recall_at_1']:.4f}",
         "mrr": f"{metrics['mrr']:.4f}",
         "train_pairs": f"{train_pairs:,}",

@@ -13,7 +13,14 @@ from pathlib import Path
 
 from density_metric.pair_format import LAYOUTS, POOLINGS, PairFormat
 
-from .density_term import DEFAULT_BANK_SIZE, DEFAULT_COPIES, DEFAULT_COPY_MIX, DEFAULT_MARGIN, DEFAULT_SHRINKAGE
+from .density_term import (
+    DEFAULT_BANK_SIZE,
+    DEFAULT_COPIES,
+    DEFAULT_COPY_MIX,
+    DEFAULT_MARGIN,
+    DEFAULT_SHRINKAGE,
+    MARGIN_AGAINST,
+)
 from .losses import CONTRASTIVE_AVERAGES
 from .negatives import GOLD_KINDS, KINDS, NegativeMix
 
@@ -94,6 +101,7 @@ class TrainConfig:
     # negatives of copy_mix's kinds, for this term and the contrastive term, never the cross-entropy.
     density_weight: float = 0.0
     density_margin: float = DEFAULT_MARGIN
+    margin_against: str = "gold"  # each copy against its own gold, or "bank": against every gold of the bank
     density_copies: int = DEFAULT_COPIES
     copy_mix: str = DEFAULT_COPY_MIX
     bank_size: int = DEFAULT_BANK_SIZE
@@ -123,6 +131,8 @@ class TrainConfig:
             raise ValueError(
                 f"density_weight and anchor_weight must be >= 0, got {self.density_weight} and {self.anchor_weight}"
             )
+        if self.margin_against not in MARGIN_AGAINST:
+            raise ValueError(f"margin_against must be one of {MARGIN_AGAINST}, got {self.margin_against!r}")
         if self.density_weight:
             if self.dropout:
                 raise ValueError(
@@ -423,6 +433,13 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=DEFAULT_MARGIN,
         help=f"how much farther out a copy must lie (default {DEFAULT_MARGIN:g})",
+    )
+    density.add_argument(
+        "--margin-against",
+        choices=MARGIN_AGAINST,
+        default="gold",
+        help="gold: each copy must lie --density-margin beyond its own gold (default); bank: beyond every gold "
+        "of the bank, averaged (a hinge form of 1 - AUC)",
     )
     density.add_argument(
         "--density-copies", type=int, default=DEFAULT_COPIES, help=f"copies per context (default {DEFAULT_COPIES})"

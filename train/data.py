@@ -11,6 +11,8 @@ and their mix with random ones are in :mod:`train.negatives`; the pairs' dialogu
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -69,6 +71,11 @@ class SelectionData:
 
     def __len__(self) -> int:
         return len(self.responses)
+
+    def fingerprint(self) -> str:
+        """sha256 of the pairs (contexts and gold responses, in order): a resumed run checks that it
+        reads the data it began with."""
+        return hashlib.sha256(json.dumps([self.contexts, self.responses]).encode("utf-8")).hexdigest()
 
     def select(self, rows: Sequence[int]) -> SelectionData:
         """The pairs ``rows`` (with their dialogues, if kept) over the same pool, e.g. ``data.select(range(1000))``."""

@@ -18,7 +18,15 @@ the same shrinkage form as the scorer's ``ledoit-wolf`` estimator, at a fixed ``
     relu(margin + d(gold) - d(copy))
 
 (:func:`margin_loss`) then pushes each copy at least ``margin`` farther out than its own gold
-(Deep SAD, Ruff et al. 2020; Outlier Exposure, Hendrycks et al. 2019). :func:`anchor_loss` keeps
+(Deep SAD, Ruff et al. 2020; Outlier Exposure, Hendrycks et al. 2019). What is measured, though,
+is how a copy ranks among *all* golds (the AUC of d(copy) > d(gold)), and a copy 3 beyond a gold
+near the centre is still inside the golds' spread. So the term can instead set each copy against
+every gold in the bank (``against="bank"``, :func:`bank_margin_loss`):
+
+    mean over bank golds k of relu(margin + d(gold_k) - d(copy)),
+
+a hinge form of 1 - AUC (the bank's distances are constants: only the copy moves), whose pull on
+a copy falls with the share of golds it already lies beyond. :func:`anchor_loss` keeps
 the golds near where the starting model put them (QuantiDCE, Ye et al. 2021, guards a trained
 metric the same way), measured in the bank's metric so that its scale matches the margin's.
 
@@ -36,6 +44,7 @@ DEFAULT_SHRINKAGE = 0.1
 DEFAULT_MARGIN = 3.0
 DEFAULT_COPIES = 4
 DEFAULT_COPY_MIX = "echo:1,speaker:1,earlier:1,span:1"
+MARGIN_AGAINST = ("gold", "bank")  # each copy against its own gold, or against every gold of the bank
 
 
 class GoldBank:
@@ -56,6 +65,7 @@ class GoldBank:
         self.features = torch.zeros(size, dim, dtype=torch.float32, device=device)
         self.count = 0  # features pushed so far; the bank holds min(count, size)
         self._gaussian: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._distances: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return min(self.count, self.size)
@@ -71,7 +81,7 @@ class GoldBank:
         slots = (first + torch.arange(len(features), device=self.features.device)) % self.size
         self.features[slots] = features
         self.count += pushed
-        self._gaussian = None
+        self._gaussian = self._distances = None
 
     def gaussian(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(mean (d,), precision (d, d)) float32 of the bank's features, computed in float64.
@@ -94,6 +104,13 @@ class GoldBank:
             self._gaussian = mean.float(), precision.float()
         return self._gaussian
 
+    def distances(self) -> torch.Tensor:
+        """(len(self),) float32: each held feature's Mahalanobis distance under :meth:`gaussian`; cached."""
+        if self._distances is None:
+            mean, precision = self.gaussian()
+            self._distances = mahalanobis_distance(self.features[: len(self)], mean, precision)
+        return self._distances
+
     def state_dict(self) -> dict[str, torch.Tensor]:
         """The bank as tensors (for a safetensors file): features and how many were pushed."""
         return {"features": self.features.cpu().contiguous(), "count": torch.tensor(self.count, dtype=torch.int64)}
@@ -108,7 +125,7 @@ class GoldBank:
             )
         self.features.copy_(features)
         self.count = int(state["count"])
-        self._gaussian = None
+        self._gaussian = self._distances = None
 
 
 def mahalanobis_distance(features: torch.Tensor, mean: torch.Tensor, precision: torch.Tensor) -> torch.Tensor:
@@ -138,6 +155,23 @@ def margin_loss(
     return (hinges * mask).sum() / mask.sum().clamp(min=1)
 
 
+def bank_margin_loss(
+    bank: torch.Tensor, copies: torch.Tensor, margin: float = DEFAULT_MARGIN, mask: torch.Tensor | None = None
+) -> torch.Tensor:
+    """mean over copies c (those ``mask`` keeps) and bank golds k of relu(margin + bank[k] - copies[c]).
+
+    bank: (K,) distances of the bank's golds (no gradient flows to them); copies: (B, M) distances of
+    each context's copies; mask: (B, M) bool as in :func:`margin_loss`; 0 when no copy counts.
+    """
+    if copies.ndim != 2:
+        raise ValueError(f"copies must be (B, M), got {tuple(copies.shape)}")
+    # relu(m + b_k - c) averaged over k, for every copy c: (B, M)
+    per_copy = torch.relu(margin + bank.detach()[None, None, :] - copies[..., None]).mean(dim=-1)
+    if mask is None:
+        return per_copy.mean()
+    return (per_copy * mask).sum() / mask.sum().clamp(min=1)
+
+
 def anchor_loss(features: torch.Tensor, anchor: torch.Tensor, precision: torch.Tensor) -> torch.Tensor:
     """Mean Mahalanobis length, under ``precision``, of each feature's drift from its anchor.
 
@@ -155,18 +189,31 @@ class DensityTerm:
 
     Args:
         bank: the gold bank; :meth:`push` adds a step's golds after the step (as MoCo enqueues keys).
-        margin: how much farther out than its gold each copy must lie.
+        margin: how much farther out than a gold each copy must lie.
         weight, anchor_weight: the two parts' weights in the loss.
         anchor: the frozen starting model (features of the golds to stay near), or None.
+        against: ``"gold"``, each copy against its own gold (:func:`margin_loss`), or ``"bank"``,
+            against every gold of the bank (:func:`bank_margin_loss`).
     """
 
-    def __init__(self, bank: GoldBank, margin: float, weight: float, anchor_weight: float = 0.0, anchor=None):
-        self.bank, self.margin, self.weight, self.anchor_weight, self.anchor = (
+    def __init__(
+        self,
+        bank: GoldBank,
+        margin: float,
+        weight: float,
+        anchor_weight: float = 0.0,
+        anchor=None,
+        against: str = "gold",
+    ):
+        if against not in MARGIN_AGAINST:
+            raise ValueError(f"against must be one of {MARGIN_AGAINST}, got {against!r}")
+        self.bank, self.margin, self.weight, self.anchor_weight, self.anchor, self.against = (
             bank,
             margin,
             weight,
             anchor_weight,
             anchor,
+            against,
         )
 
     def loss(
@@ -182,7 +229,10 @@ class DensityTerm:
         batch, copies_per_context, dim = copies.shape
         gold_distance = mahalanobis_distance(gold, mean, precision)
         copy_distance = mahalanobis_distance(copies.reshape(-1, dim), mean, precision).view(batch, copies_per_context)
-        margin = margin_loss(gold_distance, copy_distance, self.margin, mask)
+        if self.against == "bank":
+            margin = bank_margin_loss(self.bank.distances(), copy_distance, self.margin, mask)
+        else:
+            margin = margin_loss(gold_distance, copy_distance, self.margin, mask)
         drift = torch.zeros((), device=gold.device)
         if anchor_features is not None and self.anchor_weight:
             drift = anchor_loss(gold, anchor_features, precision)
@@ -235,4 +285,6 @@ def start_density_term(config, start: str, gold_features, n_train: int, dim: int
             n_train, size=min(config.bank_size, n_train), replace=False
         )
         bank.push(torch.from_numpy(gold_features(np.sort(rows))).float())
-    return DensityTerm(bank, config.density_margin, config.density_weight, config.anchor_weight, anchor)
+    return DensityTerm(
+        bank, config.density_margin, config.density_weight, config.anchor_weight, anchor, config.margin_against
+    )

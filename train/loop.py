@@ -7,7 +7,7 @@ Layout of ``out_dir``::
     best/         model, tokenizer and head at the evaluation with the best ``select_on`` value
     log.jsonl     one line per optimizer step (loss, ce, contrastive) and per evaluation
 
-A run interrupted at any step restarts from ``state/`` (:mod:`train.state`) and continues with
+A run interrupted at any step (even during a save) restarts from ``state/`` (:mod:`train.state`) and continues with
 the same data order and negatives; ``log.jsonl`` is first cut back to the saved step, so the
 log of a resumed run equals an uninterrupted one's. The run must be resumed with the recipe it
 began with (:func:`train.config.check_resumable`). Nothing is pickled: tensors are safetensors,
@@ -44,7 +44,17 @@ from .losses import recall_and_mrr, selection_loss, supervised_contrastive_loss
 from .model import DensityModel, set_attention_dropout, set_dropout
 from .negatives import KINDS, NegativeMix, draw_labelled_negatives, validation_candidates
 from .run_log import truncate_log
-from .state import STATE_FILE, load_optimizer, read_trainer_state, save_optimizer, write_trainer_state
+from .state import (
+    STATE_FILE,
+    check_same_data,
+    data_summary,
+    load_optimizer,
+    read_trainer_state,
+    recover_state,
+    replace_state,
+    save_optimizer,
+    write_trainer_state,
+)
 from .validation import DevJudgments, auc, last_turn_overlap, pearson, spearman
 
 logger = logging.getLogger(__name__)
@@ -85,10 +95,12 @@ class Trainer:
         self.config, self.train_data, self.valid_data, self.out_dir = config, train, valid, Path(out_dir)
         self.accelerator = accelerator or Accelerator(mixed_precision=resolve_mixed_precision(config.mixed_precision))
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        state_dir = self.out_dir / "state"
+        state_dir = recover_state(self.out_dir)
         saved = read_trainer_state(state_dir) if (state_dir / STATE_FILE).is_file() else None
+        self.data_summary = data_summary(train, valid)
         if saved is not None:
             check_resumable(saved["config"], config, str(state_dir / STATE_FILE))
+            check_same_data(saved, self.data_summary, str(state_dir / STATE_FILE))
         resume = saved is not None
         torch.manual_seed(config.seed)
         start = config.init_from or config.backbone
@@ -457,10 +469,9 @@ class Trainer:
     def save_state(self) -> None:
         """Everything a new process needs to continue: weights, optimizer, scheduler, RNG, position."""
         accelerator = self.accelerator
-        state_dir = self.out_dir / "state"
         rng = accelerator.gather(torch.get_rng_state()[None].to(accelerator.device)).cpu()
-        if accelerator.is_main_process:
-            state_dir.mkdir(parents=True, exist_ok=True)
+
+        def write(state_dir: Path) -> None:
             accelerator.unwrap_model(self.model).save(state_dir, self.tokenizer)
             save_optimizer(
                 state_dir, self.optimizer.optimizer if hasattr(self.optimizer, "optimizer") else self.optimizer
@@ -469,5 +480,8 @@ class Trainer:
             if self.density_term is not None:
                 save_file(self.density_term.bank.state_dict(), str(state_dir / BANK_FILE))
             scheduler = {k: v for k, v in self.scheduler.state_dict().items() if k != "lr_lambdas"}
-            write_trainer_state(state_dir, self.progress, scheduler, asdict(self.config))
+            write_trainer_state(state_dir, self.progress, scheduler, asdict(self.config), self.data_summary)
+
+        if accelerator.is_main_process:
+            replace_state(self.out_dir, write)
         accelerator.wait_for_everyone()
