@@ -138,6 +138,13 @@ def mahalanobis_distance(features: torch.Tensor, mean: torch.Tensor, precision: 
     return squared.clamp_min(1e-12).sqrt()
 
 
+def _mean_over_copies(values: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Mean of (B, M) per-copy values over the copies ``mask`` keeps (all without one); 0 when none."""
+    if mask is None:
+        return values.mean()
+    return (values * mask).sum() / mask.sum().clamp(min=1)
+
+
 def margin_loss(
     gold: torch.Tensor, copies: torch.Tensor, margin: float = DEFAULT_MARGIN, mask: torch.Tensor | None = None
 ) -> torch.Tensor:
@@ -149,10 +156,7 @@ def margin_loss(
     """
     if copies.ndim != 2 or copies.shape[0] != gold.shape[0]:
         raise ValueError(f"copies must be (B, M) with B = {gold.shape[0]}, got {tuple(copies.shape)}")
-    hinges = torch.relu(margin + gold[:, None] - copies)
-    if mask is None:
-        return hinges.mean()
-    return (hinges * mask).sum() / mask.sum().clamp(min=1)
+    return _mean_over_copies(torch.relu(margin + gold[:, None] - copies), mask)
 
 
 def bank_margin_loss(
@@ -167,9 +171,7 @@ def bank_margin_loss(
         raise ValueError(f"copies must be (B, M), got {tuple(copies.shape)}")
     # relu(m + b_k - c) averaged over k, for every copy c: (B, M)
     per_copy = torch.relu(margin + bank.detach()[None, None, :] - copies[..., None]).mean(dim=-1)
-    if mask is None:
-        return per_copy.mean()
-    return (per_copy * mask).sum() / mask.sum().clamp(min=1)
+    return _mean_over_copies(per_copy, mask)
 
 
 def anchor_loss(features: torch.Tensor, anchor: torch.Tensor, precision: torch.Tensor) -> torch.Tensor:
@@ -227,12 +229,11 @@ class DensityTerm:
         (B, d); mask: (B, M) bool, the copies the margin counts (:func:`margin_loss`)."""
         mean, precision = self.bank.gaussian()
         batch, copies_per_context, dim = copies.shape
-        gold_distance = mahalanobis_distance(gold, mean, precision)
         copy_distance = mahalanobis_distance(copies.reshape(-1, dim), mean, precision).view(batch, copies_per_context)
         if self.against == "bank":
             margin = bank_margin_loss(self.bank.distances(), copy_distance, self.margin, mask)
         else:
-            margin = margin_loss(gold_distance, copy_distance, self.margin, mask)
+            margin = margin_loss(mahalanobis_distance(gold, mean, precision), copy_distance, self.margin, mask)
         drift = torch.zeros((), device=gold.device)
         if anchor_features is not None and self.anchor_weight:
             drift = anchor_loss(gold, anchor_features, precision)
