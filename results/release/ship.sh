@@ -4,8 +4,12 @@
 #   setsid nohup bash results/release/ship.sh > runs/logs/ship.log 2>&1 < /dev/null & disown
 # Each step prints its start time; a failed step stops the script (rerun it from that step with
 # FROM=N). The README, the cards and docs/app.png are updated by hand from what this writes.
+# The learning curve is drawn from RUN's log.jsonl (default results/release at 16 contexts a step;
+# the parrot release: RUN=results/parrot-release CONTEXTS_PER_STEP=8).
 set -euo pipefail
 FROM=${FROM:-1}
+RUN=${RUN:-results/release}
+CONTEXTS_PER_STEP=${CONTEXTS_PER_STEP:-16}
 n=0
 step() {
   n=$((n + 1))
@@ -25,6 +29,6 @@ step python -m benchmarks.few_shot --checkpoint default --out results/few-shot-b
 step python -m benchmarks.speed --pairs 1024 --json benchmarks/speed_cpu_release.json
 step python -m benchmarks.batch_invariance --pairs 1000 --json benchmarks/batch_invariance_cpu.json
 step json benchmarks/covariance_release.json python -m benchmarks.covariance --train-pairs 20000 --checkpoint default
-step python -m benchmarks.learning_curve results/release/log.jsonl --contexts-per-step 16 \
-  --out results/release/learning_curve.png
+step python -m benchmarks.learning_curve "$RUN/log.jsonl" --contexts-per-step "$CONTEXTS_PER_STEP" \
+  --out "$RUN/learning_curve.png"
 echo "== done, $(date -u +%H:%M:%S)"
