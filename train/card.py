@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from string import Template
 
+from density_metric.checkpoint_format import CheckpointError, load_checkpoint
 from density_metric.errors import fail
 
 from .model import BACKBONE_HUB_IDS
@@ -92,10 +93,19 @@ def compute_description(
 
 
 def _init_description(config) -> str:
-    """The card's words for a fine-tune's start (empty for a run from the backbone)."""
+    """The card's words for a fine-tune's start (empty for a run from the backbone), with the start's
+    revision (the sha256 of the files that decide its scores) read when the card is written: the end of
+    the run, while ``init_from`` still holds what the run started from. A path such as
+    ``density_metric/default`` alone would name the model that replaces it once it is bundled."""
     if not config.init_from:
         return ""
-    return f", fine-tuned from the DEnsity checkpoint `{config.init_from}` (its encoder, head and pair format)"
+    try:
+        revision = f" at revision `{load_checkpoint(config.init_from).revision}`"
+    except CheckpointError:  # moved or deleted since the run started: say only where it was
+        revision = ""
+    return (
+        f", fine-tuned from the DEnsity checkpoint `{config.init_from}`{revision} (its encoder, head and pair format)"
+    )
 
 
 def _density_term_description(config) -> str:
@@ -178,6 +188,7 @@ def card_fields(
         "name": name,
         "repo_id": repo_id,
         "negatives": config.negatives,
+        "valid_negatives": config.valid_negatives or config.negatives,
         "negatives_description": _negatives_description(config),
         "init_from": _init_description(config),
         "density_term": _density_term_description(config),
