@@ -168,11 +168,17 @@ def test_a_fine_tune_names_its_starts_revision_and_the_validation_candidates(tin
     shutil.copytree(tiny_checkpoint, start)
     revision = resolve_checkpoint(start).revision
     assert re.fullmatch(r"sha256:[0-9a-f]{16}", revision)
-    text = card(init_from=str(start), negatives=4, valid_negatives=15)
+    (start / "README.md").write_text("---\nlicense: mit\nbase_model: org/encoder\n---\n# the start\n")
+    text = card(init_from=str(start), negatives=4, valid_negatives=15, epochs=1, max_steps_per_epoch=2400)
+    assert "base_model: org/encoder " in text  # the start's encoder, not --backbone's default
+    assert "Backbone: `org/encoder`, fine-tuned from" in text
+    assert "1 round of at most 2,400 steps" in text
     assert f"fine-tuned from the DEnsity checkpoint `{start}` at revision `{revision}` (its encoder" in text
     assert "softmax over 1 gold and 4 " in text
     assert "Response selection (1 gold + 15 random negatives)" in text
     assert "pairs (1 gold + 15 random candidates)" in text
     shutil.rmtree(start)
-    assert f"fine-tuned from the DEnsity checkpoint `{start}` (its encoder" in card(init_from=str(start))
+    gone = card(init_from=str(start))
+    assert f"fine-tuned from the DEnsity checkpoint `{start}` (its encoder" in gone
+    assert f"base_model: {start} " in gone
     assert "(1 gold + 15 random candidates)" in card()  # the paper's 15 when --valid-negatives is not given

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from string import Template
 
@@ -90,6 +91,16 @@ def compute_description(
         f"{cost['wall_seconds'] / 3600:.1f} hours of wall time {where}, in {PRECISIONS[precision]}; "
         f"{cost['evaluations']} validation runs took {cost['eval_seconds'] / 3600:.1f} hours of it"
     )
+
+
+def _base_model(config) -> str:
+    """The pretrained encoder under the model. A fine-tune loads its start, not ``--backbone``, so its
+    base model is the start's own (the ``base_model`` of the start's card), else the start's path."""
+    if not config.init_from:
+        return BACKBONE_HUB_IDS.get(config.backbone, config.backbone)
+    card = Path(config.init_from) / "README.md"
+    found = re.search(r"^base_model: *(\S+) *$", card.read_text(encoding="utf-8"), re.M) if card.is_file() else None
+    return found.group(1) if found else config.init_from
 
 
 def _init_description(config) -> str:
@@ -182,7 +193,7 @@ def card_fields(
     return {
         "license": license_,
         "license_note": note,
-        "base_model": BACKBONE_HUB_IDS.get(config.backbone, config.backbone),
+        "base_model": _base_model(config),
         "dataset": dataset,
         "dataset_name": dataset_name,
         "name": name,
@@ -222,9 +233,9 @@ def card_fields(
         "selection": SELECTION_NAMES.get(config.select_on, f"`{config.select_on}`"),
         "lr": config.lr,
         "schedule": (
-            f"{config.epochs} epochs"
+            f"{config.epochs} epoch{'s' * (config.epochs != 1)}"
             if not config.max_steps_per_epoch
-            else f"{config.epochs} rounds of at most {config.max_steps_per_epoch} steps (each round a fresh "
+            else f"{config.epochs} round{'s' * (config.epochs != 1)} of at most {config.max_steps_per_epoch:,} steps (each round a fresh "
             "shuffle of the training pairs, not a full pass)"
         ),
         "eval_schedule": f"after each {period}"
