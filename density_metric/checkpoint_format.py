@@ -437,12 +437,8 @@ def load_checkpoint(
     *,
     source: str | None = None,
     revision: str | None = None,
-    known_fingerprint: str | None = None,
 ) -> Checkpoint:
     """Read and validate a checkpoint directory (no model weights are loaded yet).
-
-    ``known_fingerprint`` is the :func:`encoder_fingerprint` to check if the Gaussian file holds
-    none (the bundled default's, whose committed files predate fingerprints).
 
     Raises:
         CheckpointError: naming the file and the problem.
@@ -471,7 +467,7 @@ def load_checkpoint(
         )
     if not any((encoder_dir / name).is_file() for name in ("tokenizer.json", "vocab.txt")):
         raise CheckpointError(encoder_dir / "tokenizer.json", "no tokenizer file (tokenizer.json or vocab.txt)")
-    stored = metadata.get(FINGERPRINT_KEY, known_fingerprint)
+    stored = metadata.get(FINGERPRINT_KEY)
     check_fingerprint(path / GAUSSIAN_FILE, stored, encoder_dir / WEIGHTS_FILE, config.pair_format, path / CONFIG_FILE)
     return Checkpoint(
         path=path,

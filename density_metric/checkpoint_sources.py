@@ -15,10 +15,6 @@ from .checkpoint_format import CHECKPOINT_FILES, Checkpoint, CheckpointError, lo
 logger = logging.getLogger(__name__)
 
 BUNDLED_DIR = Path(__file__).resolve().parent / "default"
-# encoder_fingerprint of the bundled default's weights and pair format, which its Gaussian was
-# fitted with. Its committed density_gaussian.safetensors predates fingerprints and is kept
-# byte for byte, so the fingerprint to check is recorded here instead.
-BUNDLED_FINGERPRINT = "sha256:ab81bee1a8f355fd"
 
 
 def resolve_checkpoint(
@@ -38,7 +34,7 @@ def resolve_checkpoint(
         local_files_only: only read the Hub cache. ``HF_HUB_OFFLINE=1`` does the same.
     """
     if checkpoint is None or str(checkpoint) == "default":
-        loaded = load_checkpoint(BUNDLED_DIR, known_fingerprint=BUNDLED_FINGERPRINT)
+        loaded = load_checkpoint(BUNDLED_DIR)
         loaded.source = f"bundled:{loaded.config.name or 'default'}"
         return loaded
     if Path(checkpoint).is_dir():
