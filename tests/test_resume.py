@@ -122,6 +122,19 @@ def test_a_select_on_metric_the_run_does_not_log_is_an_error_before_training(bac
     assert not (tmp_path / "run" / "log.jsonl").exists()
 
 
+def test_a_select_floor_metric_the_run_does_not_log_is_an_error_before_training(backbone, tmp_path, train_cli_error):
+    line = train_cli_error(cli_run(backbone, tmp_path, "--select-floor", "zhao_dev_spearman=50"))
+    assert "--select-floor 'zhao_dev_spearman' is not a validation metric" in line and "recall_at_1" in line
+    assert not (tmp_path / "run" / "log.jsonl").exists()
+
+
+def test_a_floor_no_evaluation_meets_keeps_nothing_and_fits_nothing(backbone, tmp_path, train_cli_error):
+    line = train_cli_error(cli_run(backbone, tmp_path, "--select-on", "mrr+recall_at_1", "--select-floor", "mrr=1.5"))
+    assert "no evaluation met --select-floor mrr=1.5: nothing was kept in best/ to fit" in line
+    assert (tmp_path / "run" / "log.jsonl").exists() and not (tmp_path / "run" / "best").exists()
+    assert not (tmp_path / "run" / "checkpoint").exists()
+
+
 def test_a_stop_while_the_state_is_saved_leaves_the_last_whole_state(backbone, tmp_path, monkeypatch):
     """Killed while writing the state of step 4 (the model written, the optimizer not): the run
     resumes from the whole state of step 2, and its log equals an uninterrupted one's."""

@@ -360,14 +360,22 @@ def test_trainer_logs_per_kind_aucs_and_dev_correlations_twice_per_epoch(backbon
 
     train, valid = dialogue_data()
     dev = DevJudgments(valid.contexts[:12], valid.responses[:12], np.linspace(0, 1, 12), "toy_dev")
-    config = config_for(backbone, epochs=1, evals_per_epoch=2, valid_fit_pairs=60, select_on="toy_dev_spearman")
-    Trainer(config, train, valid, tmp_path / "run", dev=dev).train()
+    config = config_for(
+        backbone,
+        epochs=1,
+        evals_per_epoch=2,
+        valid_fit_pairs=60,
+        select_on="auc_density/echo+auc_density/random",
+        select_floor="toy_dev_spearman=-100",
+    )
+    progress = Trainer(config, train, valid, tmp_path / "run", dev=dev).train()
     evals = [record for record in read_log(tmp_path / "run") if record["type"] == "eval"]
     assert [record["step"] for record in evals] == [3, 6]
     for kind in ("random", "same-dialogue", "echo", "speaker", "repeat", "drop", "shuffle"):
         assert 0 <= evals[0][f"auc_f/{kind}"] <= 1 and 0 <= evals[0][f"auc_density/{kind}"] <= 1
     assert "auc_f/retrieved" not in evals[0]  # no index was given
     assert all(-100 <= record["toy_dev_spearman"] <= 100 for record in evals)
+    assert progress["best"] == max((r["auc_density/echo"] + r["auc_density/random"]) / 2 for r in evals)
     assert (tmp_path / "run" / "best" / "model.safetensors").is_file()
 
 

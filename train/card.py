@@ -10,6 +10,7 @@ from density_metric.checkpoint_format import CheckpointError, load_checkpoint
 from density_metric.errors import fail
 
 from .model import BACKBONE_HUB_IDS
+from .selection import describe as describe_selection
 
 
 def _card_folder() -> Path:
@@ -230,7 +231,7 @@ def card_fields(
             if config.pair_format.pooling == "feature-token"
             else ", features mean-pooled over each candidate's block"
         ),
-        "selection": SELECTION_NAMES.get(config.select_on, f"`{config.select_on}`"),
+        "selection": describe_selection(config.select_on, config.select_floor, SELECTION_NAMES),
         "lr": config.lr,
         "schedule": (
             f"{config.epochs} epoch{'s' * (config.epochs != 1)}"

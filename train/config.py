@@ -23,6 +23,7 @@ from .density_term import (
 )
 from .losses import CONTRASTIVE_AVERAGES
 from .negatives import GOLD_KINDS, KINDS, NegativeMix
+from .selection import required_metrics
 
 # Flags of `python -m train train` that a resumed run may change: they set how fast or how long the
 # run goes, or act after the loop (the final fit and the card), so the trained weights stay those of
@@ -91,7 +92,8 @@ class TrainConfig:
     validation_kinds: str = "all"
     valid_fit_pairs: int = 4000
     evals_per_epoch: int = 1
-    select_on: str = "recall_at_1"
+    select_on: str = "recall_at_1"  # one metric, or several joined by "+" (their mean): train/selection.py
+    select_floor: str = ""  # "METRIC=VALUE": evaluations with METRIC below VALUE are never kept
     valid_negatives: int = 0  # random candidates beside each validation gold for Recall@1; 0: ``negatives``
     eval_at_start: bool = False  # evaluate the starting model too (logged as step 0): a fine-tune's baseline
     # Fine-tuning: a DEnsity checkpoint (or a run's best/) whose encoder and head the run starts from.
@@ -154,6 +156,7 @@ class TrainConfig:
                 NegativeMix.parse(self.copy_mix)
             except ValueError as err:
                 raise ValueError(f"copy_mix {self.copy_mix!r}: {err}") from None
+        required_metrics(self.select_on, self.select_floor)  # a ValueError names the flag
         if self.mixed_precision not in ("auto", "no", "bf16", "fp16"):
             raise ValueError(f"mixed_precision must be 'auto', 'no', 'bf16' or 'fp16', got {self.mixed_precision!r}")
 
@@ -395,7 +398,13 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
         "--select-on",
         default="recall_at_1",
         help="validation metric (higher is better) that picks best/, e.g. recall_at_1, zhao_dev_spearman, "
-        "auc_density/echo (default recall_at_1)",
+        "auc_density/echo, or several joined by + for their mean (default recall_at_1)",
+    )
+    negatives.add_argument(
+        "--select-floor",
+        default="",
+        help="METRIC=VALUE: evaluations whose METRIC is below VALUE are never kept in best/, "
+        "e.g. zhao_dev_spearman=52.36",
     )
     negatives.add_argument(
         "--valid-negatives",

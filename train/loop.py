@@ -4,7 +4,7 @@ Layout of ``out_dir``::
 
     state/        the latest state: model, tokenizer, head, optimizer.safetensors,
                   rng.safetensors, trainer_state.json (epoch, step, scheduler)
-    best/         model, tokenizer and head at the evaluation with the best ``select_on`` value
+    best/         model, tokenizer and head at the evaluation with the best selection value (train/selection.py)
     log.jsonl     one line per optimizer step (loss, ce, contrastive) and per evaluation
 
 A run interrupted at any step (even during a save) restarts from ``state/`` (:mod:`train.state`) and continues with
@@ -44,6 +44,7 @@ from .losses import recall_and_mrr, selection_loss, supervised_contrastive_loss
 from .model import DensityModel, set_attention_dropout, set_dropout
 from .negatives import KINDS, NegativeMix, draw_labelled_negatives, validation_candidates
 from .run_log import truncate_log
+from .selection import required_metrics, selection_metrics, selection_value
 from .state import (
     STATE_FILE,
     check_same_data,
@@ -143,11 +144,12 @@ class Trainer:
         fit = min(config.valid_fit_pairs, len(train))
         self.fit_rows = np.sort(np.random.default_rng(config.seed).choice(len(train), size=fit, replace=False))
         self.dev = dev
-        if config.select_on not in self.metric_names():  # before training, not at the first evaluation
-            raise ValueError(
-                f"--select-on {config.select_on!r} is not a validation metric of this run; "
-                f"metrics: {', '.join(self.metric_names())}"
-            )
+        for name in required_metrics(config.select_on, config.select_floor):  # before training, not later
+            if name not in self.metric_names():
+                flag = "--select-on" if name in selection_metrics(config.select_on) else "--select-floor"
+                raise ValueError(
+                    f"{flag} {name!r} is not a validation metric of this run; metrics: {', '.join(self.metric_names())}"
+                )
         self.density_term: DensityTerm | None = None
         if config.density_weight:
             self.density_term = start_density_term(
@@ -387,16 +389,17 @@ class Trainer:
         return dict(zip((int(row) for row in rows), drawn))
 
     def _evaluate_and_select(self, epoch: int) -> None:
-        """Evaluate, log, and keep the model in best/ if ``config.select_on`` improved."""
+        """Evaluate, log, and keep the model in best/ if its :func:`selection_value` improved."""
         started = time.monotonic()
         metrics = self.evaluate()
         seconds = round(time.monotonic() - started, 1)
         self._log({"type": "eval", "epoch": epoch, "step": self.progress["global_step"], "seconds": seconds, **metrics})
-        value = metrics.get(self.config.select_on)
-        if value is None:
-            raise ValueError(
-                f"select_on {self.config.select_on!r} is not a validation metric; metrics: {sorted(metrics)}"
-            )
+        missing = [
+            name for name in required_metrics(self.config.select_on, self.config.select_floor) if name not in metrics
+        ]
+        if missing:
+            raise ValueError(f"the selection reads {missing}, which are not validation metrics: {sorted(metrics)}")
+        value = selection_value(metrics, self.config.select_on, self.config.select_floor)
         if value > self.progress["best"]:
             self.progress["best"] = value
             if self.accelerator.is_main_process:

@@ -8,6 +8,7 @@ the training pairs with it (:mod:`train.fit`) and the model card (:mod:`train.ca
 from __future__ import annotations
 
 import json
+import math
 import shlex
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from .data import SelectionData
 from .fit import WEIGHT_DTYPES, fit_and_write
 from .judgments import apply_protocol, context_of, load_sets
 from .run_log import compute_summary, evaluations, read_log
+from .selection import selection_value
 from .validation import DevJudgments
 
 
@@ -104,7 +106,9 @@ def train_command(args) -> None:
     if not trainer.accelerator.is_main_process:
         return
     records = read_log(args.out / "log.jsonl")
-    best = max(evaluations(records), key=lambda r: r[config.select_on])
+    best = max(evaluations(records), key=lambda r: selection_value(r, config.select_on, config.select_floor))
+    if selection_value(best, config.select_on, config.select_floor) == -math.inf:
+        fail(f"no evaluation met --select-floor {config.select_floor}: nothing was kept in best/ to fit")
     accelerator = trainer.accelerator
     hardware = machine_description(accelerator.device)
     compute = compute_description(

@@ -1,0 +1,57 @@
+"""Which evaluation a run keeps: one metric, the mean of several, and a floor on another."""
+
+import math
+
+import pytest
+
+from train.card import SELECTION_NAMES
+from train.config import TrainConfig
+from train.selection import describe, parse_floor, required_metrics, selection_value
+
+EVALS = [  # the parrot release's four evaluations (results/parrot-release/log.jsonl), rounded
+    {"step": 600, "zhao_dev_spearman": 55.56, "auc_density/echo": 0.808, "auc_density/speaker": 0.748},
+    {"step": 1200, "zhao_dev_spearman": 54.93, "auc_density/echo": 0.890, "auc_density/speaker": 0.858},
+    {"step": 1800, "zhao_dev_spearman": 53.13, "auc_density/echo": 0.919, "auc_density/speaker": 0.883},
+    {"step": 2400, "zhao_dev_spearman": 54.34, "auc_density/echo": 0.919, "auc_density/speaker": 0.894},
+]
+
+
+def kept(select_on, select_floor=""):
+    return max(EVALS, key=lambda r: selection_value(r, select_on, select_floor))["step"]
+
+
+def test_one_metric_the_mean_of_several_and_a_floor():
+    assert kept("zhao_dev_spearman") == 600
+    assert selection_value(EVALS[3], "auc_density/echo+auc_density/speaker") == pytest.approx((0.919 + 0.894) / 2)
+    assert kept("auc_density/echo+auc_density/speaker") == 2400
+    assert kept("auc_density/echo+auc_density/speaker", "zhao_dev_spearman=54.5") == 1200  # 1,800 and 2,400 below
+    assert kept("auc_density/echo + auc_density/speaker", " zhao_dev_spearman = 55") == 600  # spaces are allowed
+    assert selection_value(EVALS[2], "auc_density/echo", "zhao_dev_spearman=54") == -math.inf
+    assert selection_value(EVALS[2], "auc_density/echo", "zhao_dev_spearman=53.13") == 0.919  # at the floor: kept
+
+
+@pytest.mark.parametrize("floor", ["zhao_dev_spearman", "=3", "zhao_dev_spearman=x", "zhao_dev_spearman=nan"])
+def test_a_malformed_floor_is_refused_naming_the_flag(floor):
+    with pytest.raises(ValueError, match="--select-floor .* must be METRIC=VALUE"):
+        parse_floor(floor)
+    with pytest.raises(ValueError, match="--select-floor"):
+        TrainConfig(select_floor=floor)
+
+
+def test_an_empty_metric_name_is_refused():
+    with pytest.raises(ValueError, match="--select-on 'recall_at_1\\+': an empty metric name"):
+        TrainConfig(select_on="recall_at_1+")
+
+
+def test_the_run_must_log_every_metric_the_selection_reads():
+    assert required_metrics("a+b", "c=1") == ["a", "b", "c"]
+    assert required_metrics("recall_at_1", "") == ["recall_at_1"]
+
+
+def test_the_card_says_how_the_evaluation_was_chosen():
+    assert describe("recall_at_1", "", SELECTION_NAMES) == "Recall@1"
+    text = describe("auc_density/echo+auc_density/speaker", "zhao_dev_spearman=52.36", SELECTION_NAMES)
+    assert text == (
+        "mean of `auc_density/echo`, `auc_density/speaker` among the evaluations whose Spearman correlation "
+        "with the human ratings of DailyDialog-Zhao's first 20 % (`dev`) was at least 52.36"
+    )
