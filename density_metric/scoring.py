@@ -32,7 +32,7 @@ class DensityScorer:
             on a CPU with native bf16, scores within 2e-2 relative across batchings) or ``"float16"``
             (CUDA only).
         batch_size: pairs per forward pass.
-        max_length: most tokens per pair (default: the checkpoint's; 64 for the bundled one). Longer input
+        max_length: most tokens per pair (default: the checkpoint's; 256 for the bundled one). Longer input
             loses its oldest context tokens first.
         progress: progress bar: ``None`` shows it for 1,024 pairs or more.
         cache_dir, local_files_only: passed to the Hub download.

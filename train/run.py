@@ -106,9 +106,9 @@ def train_command(args) -> None:
     if not trainer.accelerator.is_main_process:
         return
     records = read_log(args.out / "log.jsonl")
-    best = max(evaluations(records), key=lambda r: selection_value(r, config.select_on, config.select_floor))
-    if selection_value(best, config.select_on, config.select_floor) == -math.inf:
+    if progress["best"] == -math.inf:  # the trainer writes best/ only for an evaluation above -inf
         fail(f"no evaluation met --select-floor {config.select_floor}: nothing was kept in best/ to fit")
+    best = max(evaluations(records), key=lambda r: selection_value(r, config.select_on, config.select_floor))
     accelerator = trainer.accelerator
     hardware = machine_description(accelerator.device)
     compute = compute_description(
