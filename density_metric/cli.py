@@ -244,7 +244,8 @@ def add_compare_command(commands, positive_int) -> None:
     parser.add_argument(
         "--score-field",
         default="density",
-        help="tables with this column (all or none) are not scored again; FIELD_calibrated is used too (default: density)",
+        help="tables with this column (all or none) are not scored again; FIELD_calibrated is used too, and "
+        "FIELD_signature must name one checkpoint, max_length and dtype in all of them (default: density)",
     )
     parser.add_argument(
         "--test",

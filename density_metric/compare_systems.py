@@ -3,7 +3,10 @@
 Each system is a table (JSONL, CSV or parquet, read by :mod:`density_metric.tables`) of its
 replies to the same contexts, in the same order. Tables that all have the score column
 (``--score-field``, default ``density``: what ``score`` writes) are not scored again; tables that
-all lack it are scored with the checkpoint; a mix is an error naming the files. The statistics
+all lack it are scored with the checkpoint; a mix is an error naming the files. Stored scores are
+compared only if one checkpoint scored them all: the ``{score field}_signature`` column that ``score``
+writes must name the same checkpoint and revision, max_length and dtype in every row of every file
+(:func:`check_same_scorer`; a file without that column is compared with a warning). The statistics
 are :func:`density_metric.significance.compare`'s.
 
 The command line lives in :mod:`density_metric.cli`. This module imports neither it nor
@@ -13,6 +16,7 @@ modules import each other.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +27,11 @@ import numpy as np
 
 from .significance import ComparisonResult, compare
 from .tables import Row, raise_for_bad_rows, read_table
+
+logger = logging.getLogger(__name__)
+
+# The signature fields that decide a score's value (DensityScorer.signature); the library versions do not.
+SCORE_DEFINING_FIELDS = ("checkpoint", "max_length", "dtype")
 
 
 class Scorer(Protocol):
@@ -64,13 +73,15 @@ def compare_responses(
 
 @dataclass
 class SystemTable:
-    """One system's file: its checked rows and, if the file had them, its scores (n,) and calibrated scores."""
+    """One system's file: its checked rows and, if the file had them, its scores (n,), calibrated scores
+    and the signature of the scorer that wrote them."""
 
     name: str
     path: Path
     rows: list[Row]
     scores: np.ndarray | None = None
     calibrated: np.ndarray | None = None
+    signature: str | None = None
 
 
 def _stored_scores(path: Path, rows: list[Row], field: str) -> np.ndarray:
@@ -88,6 +99,21 @@ def _stored_scores(path: Path, rows: list[Row], field: str) -> np.ndarray:
     return np.asarray(values)
 
 
+def _stored_signature(path: Path, rows: list[Row], field: str) -> str:
+    """The one signature in column ``field``, or a ValueError naming the first row without it or with another."""
+    first = rows[0].record.get(field)
+    for row in rows:
+        value = row.record.get(field)
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{path}, {row.where}: {field!r} is {value!r}, not a signature; score the file again")
+        if value != first:
+            raise ValueError(
+                f"{path}, {row.where}: {field!r} is {value!r}, but {rows[0].where} has {first!r}: the file holds "
+                "scores of two runs; score it again with one checkpoint"
+            )
+    return first
+
+
 def read_system(
     path: str | Path,
     name: str | None = None,
@@ -98,10 +124,12 @@ def read_system(
     response_field: str = "response",
     context_sep: str | None = None,
 ) -> SystemTable:
-    """Read one system's table; its stored scores if it has the ``score_field`` column.
+    """Read one system's table; its stored scores if it has the ``score_field`` column (and their
+    signature, if it has ``{score_field}_signature``).
 
     Raises:
-        ValueError: naming the file and row of a bad row or a stored score that is not a number.
+        ValueError: naming the file and row of a bad row, a stored score that is not a number, or a
+            signature that is missing or differs from the first row's.
         OSError: the file cannot be opened.
     """
     path = Path(path)
@@ -114,6 +142,8 @@ def read_system(
         system.scores = _stored_scores(path, table.rows, score_field)
         if f"{score_field}_calibrated" in table.columns:
             system.calibrated = _stored_scores(path, table.rows, f"{score_field}_calibrated")
+        if f"{score_field}_signature" in table.columns:
+            system.signature = _stored_signature(path, table.rows, f"{score_field}_signature")
     return system
 
 
@@ -153,6 +183,40 @@ def check_all_or_none_stored(systems: Sequence[SystemTable]) -> None:
         )
 
 
+def _score_defining(signature: str) -> dict[str, str]:
+    """The :data:`SCORE_DEFINING_FIELDS` of a ``key=value|...`` signature (a field it lacks: "")."""
+    fields = dict(part.partition("=")[::2] for part in signature.split("|"))
+    return {name: fields.get(name, "") for name in SCORE_DEFINING_FIELDS}
+
+
+def check_same_scorer(systems: Sequence[SystemTable]) -> str | None:
+    """For tables with stored scores: a ValueError naming two files whose signatures name another checkpoint
+    and revision, max_length or dtype; a warning naming the files without a signature.
+
+    Returns the signature to report: the files' one signature, their distinct signatures joined by " + "
+    where only library versions differ, or None where no file has one.
+    """
+    signed = [system for system in systems if system.signature is not None]
+    unsigned = [str(system.path) for system in systems if system.signature is None]
+    if unsigned:
+        logger.warning(
+            "%s carry stored scores without a signature column: nothing checks that one checkpoint scored every "
+            "file (score them again with `python -m density_metric score` to write one)",
+            ", ".join(unsigned),
+        )
+    for other in signed[1:]:
+        first, theirs = _score_defining(signed[0].signature), _score_defining(other.signature)
+        if first != theirs:
+            differ = ", ".join(
+                f"{name} {first[name]!r} against {theirs[name]!r}" for name in first if first[name] != theirs[name]
+            )
+            raise ValueError(
+                f"{signed[0].path} and {other.path} were scored differently ({differ}): scores of two checkpoints "
+                "or settings are not compared; score every file with the same checkpoint, max_length and dtype"
+            )
+    return " + ".join(dict.fromkeys(system.signature for system in signed)) or None
+
+
 def compare_tables(
     systems: Sequence[SystemTable], scorer_factory: Callable[[], Scorer] | None = None, **options: Any
 ) -> tuple[ComparisonResult, list[SystemTable]]:
@@ -161,7 +225,8 @@ def compare_tables(
     ``scorer_factory()`` returns the DensityScorer; it is called only if the tables need scoring.
 
     Raises:
-        ValueError: some tables have stored scores and others not (:func:`check_all_or_none_stored`).
+        ValueError: some tables have stored scores and others not (:func:`check_all_or_none_stored`), or
+            stored scores of two checkpoints or settings (:func:`check_same_scorer`).
     """
     if len(systems) < 2:
         raise ValueError(f"give at least 2 system files to compare, got {len(systems)}")
@@ -171,6 +236,7 @@ def compare_tables(
         raise ValueError(f"{duplicate!r} names two systems (file stems); give --names")
     check_same_contexts(systems)
     check_all_or_none_stored(systems)
+    stored_signature = check_same_scorer(systems) if systems[0].scores is not None else None
     scorer = None
     for system in systems:
         if system.scores is not None:
@@ -179,7 +245,7 @@ def compare_tables(
             scorer = scorer_factory()
         result = scorer.score([row.context for row in system.rows], [row.response for row in system.rows])
         system.scores, system.calibrated = result.scores, result.calibrated
-    signature = scorer.signature if scorer is not None else None
+    signature = scorer.signature if scorer is not None else stored_signature
     calibrated = None
     if all(system.calibrated is not None for system in systems):
         calibrated = {system.name: system.calibrated for system in systems}

@@ -61,7 +61,9 @@ def score_columns(
     score_chunk: ScoreChunk, contexts: Sequence, responses: Sequence, *, field: str = "density"
 ) -> dict[str, list[float]]:
     """The output columns of one chunk of n pairs: ``{field}`` (n raw scores), ``{field}_calibrated`` (n in
-    [0, 1]) and, for a checkpoint with a rating head, ``{field}_rating`` (n predicted human ratings).
+    [0, 1]), for a checkpoint with a rating head ``{field}_rating`` (n predicted human ratings), and
+    ``{field}_signature`` (n copies of :attr:`DensityResult.signature`: which checkpoint, max_length and
+    dtype scored the row, so that ``compare`` can refuse scores of two checkpoints).
 
     The one scoring step under both table paths: :func:`score_rows` (files) and
     ``DensityScorer.score_dataset`` (``datasets``). ``score_chunk(contexts, responses)`` checks
@@ -73,4 +75,5 @@ def score_columns(
     columns = {field: result.scores.tolist(), f"{field}_calibrated": result.calibrated.tolist()}
     if result.ratings is not None:  # a checkpoint with a few-shot rating head
         columns[f"{field}_rating"] = result.ratings.tolist()
+    columns[f"{field}_signature"] = [result.signature] * len(result.scores)
     return columns

@@ -247,7 +247,8 @@ class DensityScorer:
         output_column: str = "density",
         chunk_size: int = 1024,
     ):
-        """Add ``output_column`` (raw score) and ``{output_column}_calibrated`` to a ``datasets`` dataset.
+        """Add ``output_column`` (raw score), ``{output_column}_calibrated`` and ``{output_column}_signature``
+        (:attr:`signature`; a rating head adds ``{output_column}_rating``) to a ``datasets`` dataset.
 
         Rows are read and scored ``chunk_size`` at a time through ``Dataset.map``, so
         memory does not grow with the number of rows; an ``IterableDataset`` is scored

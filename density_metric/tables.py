@@ -19,8 +19,9 @@ written, below) is that list of turns, in the record too; any other string is on
 split. The response field holds a string. A row that cannot be read or checked is kept, in
 place, with its problem (:class:`Row`); nothing is dropped.
 
-:func:`score_rows` adds to every record ``{field}`` (raw DEnsity score, float) and
-``{field}_calibrated`` (float in [0, 1]); both are None for a bad row. With
+:func:`score_rows` adds to every record ``{field}`` (raw DEnsity score, float),
+``{field}_calibrated`` (float in [0, 1]) and ``{field}_signature`` (the scorer's signature: checkpoint
+and revision, max_length, dtype, versions); all are None for a bad row. With
 ``error_column=True`` it also adds ``{field}_error``: None, or ``"line 3: missing field
 'response'"``. Records are written back in input order, with their other fields unchanged.
 
@@ -287,7 +288,8 @@ def score_rows(
     error_column: bool = False,
     rating_column: bool = False,
 ) -> None:
-    """Score the good rows ``chunk_rows`` at a time and add ``field`` and ``field_calibrated`` to every record.
+    """Score the good rows ``chunk_rows`` at a time and add ``field``, ``field_calibrated`` and ``field_signature``
+    to every record.
 
     ``track`` wraps the list of chunks (a progress bar). Bad rows get None, and with
     ``error_column`` every row gets ``field_error`` (None, or where and what the problem is).
@@ -302,7 +304,7 @@ def score_rows(
                 row.record[name] = values[index]
     for row in rows:
         if row.error:
-            row.record[field] = row.record[f"{field}_calibrated"] = None
+            row.record[field] = row.record[f"{field}_calibrated"] = row.record[f"{field}_signature"] = None
             if rating_column:
                 row.record[f"{field}_rating"] = None
         if error_column:
@@ -317,6 +319,7 @@ def output_columns(
         field,
         f"{field}_calibrated",
         *([f"{field}_rating"] if rating_column else []),
+        f"{field}_signature",
         *([f"{field}_error"] if error_column else []),
     ]
     return list(dict.fromkeys([*columns, *added]))

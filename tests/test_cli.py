@@ -21,6 +21,7 @@ from density_metric import distributed
 from density_metric.cli import main
 from density_metric.tables import read_rows
 
+from .test_tables import SCORE_COLUMNS
 from .tiny import synthetic_pairs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -144,7 +145,7 @@ def test_parquet_output_keeps_the_columns_of_a_skipped_malformed_first_line(tiny
     (tmp_path / "in.jsonl").write_text("{broken\n" + "".join(json.dumps(row) + "\n" for row in ROWS), encoding="utf-8")
     assert run(tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.parquet", "--on-error", "skip") == 0
     out = pq.read_table(tmp_path / "out.parquet")
-    assert out.column_names[:6] == ["id", "context", "response", "density", "density_calibrated", "density_error"]
+    assert out.column_names[:7] == ["id", "context", "response", *SCORE_COLUMNS, "density_error"]
     assert out.column("id").to_pylist() == [None, 1, 2, 3]
     assert out.column("density_error").to_pylist()[0].startswith("line 1: invalid JSON")
 
@@ -168,7 +169,7 @@ def test_header_only_csv_gives_a_header_only_csv(tiny_checkpoint, tmp_path):
     (tmp_path / "in.csv").write_text("id,context,response\n", encoding="utf-8")
     assert run(tiny_checkpoint, tmp_path / "in.csv", "-o", tmp_path / "out.csv") == 0
     assert (tmp_path / "out.csv").read_text(encoding="utf-8").splitlines() == [
-        "id,context,response,density,density_calibrated"
+        "id,context,response,density,density_calibrated,density_signature"
     ]
 
 

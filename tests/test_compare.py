@@ -9,7 +9,7 @@ import pytest
 from density_metric import compare
 from density_metric.cli import main
 
-from .test_cli import error_line, write_jsonl
+from .test_cli import error_line, run, write_jsonl
 
 CONTEXTS = [["hi", "how are you"], ["what is the weather"], ["see you tomorrow"], ["good morning"]]
 GOOD = ["fine thanks", "nice and sunny", "see you", "morning"]
@@ -159,3 +159,69 @@ def test_stored_and_fresh_scores_are_not_mixed_the_error_names_the_files(tiny_ch
     assert f"{paths[0]}, {paths[2]} carry stored scores but {paths[1]} do not" in line
     # a column that none has: all are scored now
     assert run_compare(tiny_checkpoint, *paths, "--score-field", "none_has_it") == 0
+
+
+def signed_rows(responses, scores, signature):
+    return [{**row, "density": s, "density_signature": signature} for row, s in zip(system_rows(responses), scores)]
+
+
+SIGNATURE = (
+    "density_metric=0.1.0|checkpoint=org/a@sha256:1111|max_length=256|dtype=float32|torch=2.13.0|transformers=5.24.0"
+)
+
+
+def test_files_scored_by_score_compare_as_scored_now_and_name_their_scorer(tiny_checkpoint, tiny_scorer, tmp_path):
+    for name, responses in (("good", GOOD), ("bad", BAD)):
+        write_jsonl(tmp_path / f"{name}.jsonl", system_rows(responses))
+        assert run(tiny_checkpoint, tmp_path / f"{name}.jsonl", "-o", tmp_path / f"{name}.scored.jsonl") == 0
+    stored = [tmp_path / "good.scored.jsonl", tmp_path / "bad.scored.jsonl", "--json", tmp_path / "stored.json"]
+    options = ["--checkpoint", str(tmp_path / "no-such-checkpoint"), "--resamples", "200", "--trials", "500"]
+    assert main(["compare", *map(str, stored), *options]) == 0
+    fresh = [tmp_path / "good.jsonl", tmp_path / "bad.jsonl", "--json", tmp_path / "fresh.json"]
+    assert run_compare(tiny_checkpoint, *fresh) == 0
+    stored, fresh = (json.loads((tmp_path / f"{name}.json").read_text()) for name in ("stored", "fresh"))
+    assert stored["signature"].endswith("|" + tiny_scorer.signature)
+    assert stored["signature"] == fresh["signature"]
+    assert stored["pairs"][0]["delta"] == pytest.approx(fresh["pairs"][0]["delta"], rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "field, other",
+    [("checkpoint", "org/b@sha256:2222"), ("checkpoint", "org/a@sha256:2222"), ("dtype", "bfloat16")],
+)
+def test_stored_scores_of_another_checkpoint_or_dtype_are_not_compared(tmp_path, capsys, field, other):
+    theirs = "|".join(f"{field}={other}" if part.startswith(f"{field}=") else part for part in SIGNATURE.split("|"))
+    write_jsonl(tmp_path / "a.jsonl", signed_rows(GOOD, [1.0, 2.0, 3.0, 4.0], SIGNATURE))
+    write_jsonl(tmp_path / "b.jsonl", signed_rows(BAD, [0.5, 2.5, 1.0, 3.0], theirs))
+    line = error_line(capsys, main, ["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")])
+    original = dict(part.split("=", 1) for part in SIGNATURE.split("|"))[field]
+    assert f"{tmp_path / 'a.jsonl'} and {tmp_path / 'b.jsonl'} were scored differently" in line
+    assert f"{field} {original!r} against {other!r}" in line
+
+
+def test_stored_scores_that_differ_only_in_library_versions_compare_under_both_signatures(tmp_path):
+    newer = SIGNATURE.replace("torch=2.13.0", "torch=2.14.0")
+    write_jsonl(tmp_path / "a.jsonl", signed_rows(GOOD, [1.0, 2.0, 3.0, 4.0], SIGNATURE))
+    write_jsonl(tmp_path / "b.jsonl", signed_rows(BAD, [0.5, 2.5, 1.0, 3.0], newer))
+    args = [tmp_path / "a.jsonl", tmp_path / "b.jsonl", "--json", tmp_path / "out.json"]
+    assert main(["compare", *map(str, args)]) == 0
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert out["signature"] == f"test:ar|ar:10000|bs:1000|seed:12345|{SIGNATURE} + {newer}"
+
+
+def test_a_file_with_scores_of_two_runs_is_an_error_naming_the_row(tmp_path, capsys):
+    write_jsonl(tmp_path / "a.jsonl", signed_rows(GOOD, [1.0, 2.0, 3.0, 4.0], SIGNATURE))
+    rows = signed_rows(BAD, [0.5, 2.5, 1.0, 3.0], SIGNATURE)
+    rows[3]["density_signature"] = SIGNATURE.replace("max_length=256", "max_length=128")
+    write_jsonl(tmp_path / "b.jsonl", rows)
+    line = error_line(capsys, main, ["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")])
+    assert f"{tmp_path / 'b.jsonl'}, line 4: 'density_signature' is" in line and "scores of two runs" in line
+
+
+def test_stored_scores_without_a_signature_compare_with_a_warning_naming_the_files(tmp_path, caplog):
+    write_jsonl(tmp_path / "a.jsonl", signed_rows(GOOD, [1.0, 2.0, 3.0, 4.0], SIGNATURE))
+    write_jsonl(tmp_path / "b.jsonl", [{**row, "density": 1.0} for row in system_rows(BAD)])
+    with caplog.at_level("WARNING"):
+        assert main(["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")]) == 0
+    assert f"{tmp_path / 'b.jsonl'} carry stored scores without a signature column" in caplog.text
+    assert str(tmp_path / "a.jsonl") not in caplog.text

@@ -26,7 +26,8 @@ def test_dataset_gets_score_columns_equal_to_list_scoring(spied_scorer, tiny_sco
     expected = tiny_scorer.score(contexts, responses)
     np.testing.assert_allclose(scored["density"], expected.scores, rtol=1e-5)
     np.testing.assert_allclose(scored["density_calibrated"], expected.calibrated, rtol=1e-5, atol=1e-9)
-    assert scored.column_names == ["context", "response", "density", "density_calibrated"]
+    assert scored.column_names == ["context", "response", "density", "density_calibrated", "density_signature"]
+    assert set(scored["density_signature"]) == {tiny_scorer.signature}
 
 
 def test_dataset_is_scored_chunk_by_chunk(spied_scorer):
@@ -47,7 +48,7 @@ def test_iterable_dataset_is_scored_lazily(spied_scorer, tiny_scorer):
 def test_custom_columns_and_missing_column(tiny_scorer):
     ds = datasets.Dataset.from_dict({"history": [["hi"]], "reply": ["hello"]})
     scored = tiny_scorer.score_dataset(ds, context_column="history", response_column="reply", output_column="s")
-    assert scored.column_names == ["history", "reply", "s", "s_calibrated"]
+    assert scored.column_names == ["history", "reply", "s", "s_calibrated", "s_signature"]
     with pytest.raises(ValueError, match="dataset has no column 'context'"):
         tiny_scorer.score_dataset(ds)
 

@@ -28,6 +28,10 @@ RECORDS = [
 ]
 
 
+# The columns score_rows adds to every row (with error_column, density_error after them).
+SCORE_COLUMNS = ["density", "density_calibrated", "density_signature"]
+
+
 def fake_scorer(calls=None):
     """A score_chunk without a model: raw score = -(response length), calibrated = 1 / (1 + length)."""
 
@@ -152,8 +156,8 @@ def test_csv_columns_are_the_union_of_keys_first_seen_first(tmp_path):
 
 def test_score_columns_names_the_output_columns():
     columns = score_columns(fake_scorer(), [["hi"], []], ["abc", ""], field="s")
-    assert columns == {"s": [-3.0, -0.0], "s_calibrated": [0.25, 1.0]}
-    assert all(type(value) is float for values in columns.values() for value in values)
+    assert columns == {"s": [-3.0, -0.0], "s_calibrated": [0.25, 1.0], "s_signature": ["fake", "fake"]}
+    assert all(type(value) is float for name in ("s", "s_calibrated") for value in columns[name])
 
 
 def test_score_rows_scores_good_rows_in_chunks_and_marks_bad_ones():
@@ -167,7 +171,8 @@ def test_score_rows_scores_good_rows_in_chunks_and_marks_bad_ones():
 
     score_rows(rows, fake_scorer(calls), chunk_rows=3, track=track, error_column=True)
     assert calls == [3, 1] and tracked == [[3, 1]]
-    assert [list(row.record) for row in rows] == [["id", "density", "density_calibrated", "density_error"]] * 5
+    assert [list(row.record) for row in rows] == [["id", *SCORE_COLUMNS, "density_error"]] * 5
+    assert [row.record["density_signature"] for row in rows] == ["fake", "fake", None, "fake", "fake"]
     assert [row.record["density"] for row in rows] == [0.0, -1.0, None, -3.0, -4.0]
     assert [row.record["density_calibrated"] for row in rows] == [1.0, 0.5, None, 0.25, 0.2]
     assert [row.record["density_error"] for row in rows] == [None, None, "line 3: missing field 'response'", None, None]
@@ -177,7 +182,7 @@ def test_score_rows_without_error_column_or_good_rows():
     rows = [Row({}, "row 0", error="not a JSON object")]
     calls = []
     score_rows(rows, fake_scorer(calls), field="s")
-    assert calls == [] and rows[0].record == {"s": None, "s_calibrated": None}
+    assert calls == [] and rows[0].record == {"s": None, "s_calibrated": None, "s_signature": None}
 
 
 def read_csv_lines(path):
@@ -211,7 +216,7 @@ def test_a_header_only_csv_keeps_its_columns_in_the_output(tmp_path):
     table = read_table(tmp_path / "empty.csv")
     assert table.rows == [] and table.columns == ["id", "context", "response"]
     columns = output_columns(table.columns, field="density", error_column=True)
-    assert columns == ["id", "context", "response", "density", "density_calibrated", "density_error"]
+    assert columns == ["id", "context", "response", *SCORE_COLUMNS, "density_error"]
     write_records(tmp_path / "out.csv", "csv", [], columns=columns)
     assert read_csv_lines(tmp_path / "out.csv") == [columns]
     write_records(tmp_path / "out.parquet", "parquet", [], columns=columns)
