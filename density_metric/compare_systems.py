@@ -5,7 +5,7 @@ replies to the same contexts, in the same order. Tables that all have the score 
 (``--score-field``, default ``density``: what ``score`` writes) are not scored again; tables that
 all lack it are scored with the checkpoint; a mix is an error naming the files. Stored scores are
 compared only if one checkpoint scored them all: the ``{score field}_signature`` column that ``score``
-writes must name the same checkpoint and revision, max_length and dtype in every row of every file
+writes must name the same checkpoint revision, max_length and dtype in every row of every file
 (:func:`check_same_scorer`; a file without that column is compared with a warning). The statistics
 are :func:`density_metric.significance.compare`'s.
 
@@ -183,10 +183,19 @@ def check_all_or_none_stored(systems: Sequence[SystemTable]) -> None:
         )
 
 
+def _fields(signature: str) -> dict[str, str]:
+    """The ``key=value`` fields of a ``key=value|...`` signature."""
+    return dict(part.partition("=")[::2] for part in signature.split("|"))
+
+
 def _score_defining(signature: str) -> dict[str, str]:
-    """The :data:`SCORE_DEFINING_FIELDS` of a ``key=value|...`` signature (a field it lacks: "")."""
-    fields = dict(part.partition("=")[::2] for part in signature.split("|"))
-    return {name: fields.get(name, "") for name in SCORE_DEFINING_FIELDS}
+    """The :data:`SCORE_DEFINING_FIELDS` of a ``key=value|...`` signature (a field it lacks: ""); the checkpoint
+    by its revision alone (``SOURCE@REVISION``: the content hash of a local folder, a Hub commit), so that one
+    checkpoint loaded from two places counts as one."""
+    fields = _fields(signature)
+    defining = {name: fields.get(name, "") for name in SCORE_DEFINING_FIELDS}
+    defining["checkpoint"] = defining["checkpoint"].rpartition("@")[2]
+    return defining
 
 
 def check_same_scorer(systems: Sequence[SystemTable]) -> str | None:
@@ -205,10 +214,13 @@ def check_same_scorer(systems: Sequence[SystemTable]) -> str | None:
             ", ".join(unsigned),
         )
     for other in signed[1:]:
-        first, theirs = _score_defining(signed[0].signature), _score_defining(other.signature)
-        if first != theirs:
+        ours, theirs = _score_defining(signed[0].signature), _score_defining(other.signature)
+        if ours != theirs:
+            full_ours, full_theirs = _fields(signed[0].signature), _fields(other.signature)
             differ = ", ".join(
-                f"{name} {first[name]!r} against {theirs[name]!r}" for name in first if first[name] != theirs[name]
+                f"{name} {full_ours.get(name, '')!r} against {full_theirs.get(name, '')!r}"
+                for name in ours
+                if ours[name] != theirs[name]
             )
             raise ValueError(
                 f"{signed[0].path} and {other.path} were scored differently ({differ}): scores of two checkpoints "

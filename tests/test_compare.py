@@ -225,3 +225,11 @@ def test_stored_scores_without_a_signature_compare_with_a_warning_naming_the_fil
         assert main(["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")]) == 0
     assert f"{tmp_path / 'b.jsonl'} carry stored scores without a signature column" in caplog.text
     assert str(tmp_path / "a.jsonl") not in caplog.text
+
+
+def test_one_checkpoint_loaded_from_two_places_counts_as_one(tmp_path):
+    """The checkpoint is told by its revision (a local folder's content hash), not by the path it was loaded from."""
+    moved = SIGNATURE.replace("checkpoint=org/a@", "checkpoint=/data/copy-of-a@")
+    write_jsonl(tmp_path / "a.jsonl", signed_rows(GOOD, [1.0, 2.0, 3.0, 4.0], SIGNATURE))
+    write_jsonl(tmp_path / "b.jsonl", signed_rows(BAD, [0.5, 2.5, 1.0, 3.0], moved))
+    assert main(["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")]) == 0
