@@ -11,9 +11,14 @@ metric's and the humans' system means:
 - pairwise accuracy (Kocmi et al., 2021): the share of system pairs that the metric orders as
   people do (a pair people or the metric tie counts as ordered alike only if both tie);
 
-each with a 95 % percentile bootstrap interval: rows are resampled with replacement within each
-system (so every system keeps its row count) and the system means recomputed. With 3-5 systems
-these statistics take only a few values and their intervals are wide; read them as such.
+each with a 95 % percentile bootstrap interval over the *contexts*: contexts are resampled with
+replacement, every system keeps its rows for each context drawn, and the system means are
+recomputed. Systems that answered the same contexts are thus resampled together (Deutsch et al.,
+2021, resample the inputs of a system-level correlation), so a context that is hard for every
+system moves them all alike instead of adding noise to their differences; on sets where no two
+systems share a context (FED) it is a bootstrap of the rows. A draw in which a system has no row
+is left out. With 3-5 systems these statistics take only a few values and their intervals are
+wide; read them as such.
 """
 
 from __future__ import annotations
@@ -73,30 +78,45 @@ def pairwise_accuracy(metric: np.ndarray, human: np.ndarray) -> np.ndarray:
 
 
 def bootstrap_means(
-    metric: np.ndarray, human: np.ndarray, systems: np.ndarray, resamples: int, seed: int
+    metric: np.ndarray, human: np.ndarray, systems: np.ndarray, contexts: np.ndarray, resamples: int, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """System means of ``resamples`` bootstrap resamples of the rows, drawn within each system:
-    (resamples, systems) for the metric and for the humans, systems in :func:`system_means`' order."""
-    rng = np.random.default_rng(seed)
-    names = np.unique(np.asarray(systems, dtype=str))
-    metric_means = np.empty((resamples, len(names)))
-    human_means = np.empty((resamples, len(names)))
-    for column, name in enumerate(names):
-        rows = np.flatnonzero(np.asarray(systems, dtype=str) == name)
-        draw = rows[rng.integers(0, len(rows), size=(resamples, len(rows)))]
-        metric_means[:, column] = np.asarray(metric, float)[draw].mean(1)
-        human_means[:, column] = np.asarray(human, float)[draw].mean(1)
-    return metric_means, human_means
+    """System means of ``resamples`` bootstrap resamples of the contexts (``contexts``: one key a row; rows
+    with the same key answer the same context): (resamples, systems) for the metric and for the humans,
+    systems in :func:`system_means`' order; NaN where a draw holds no row of the system."""
+    _, system_codes = np.unique(np.asarray(systems, dtype=str), return_inverse=True)
+    _, context_codes = np.unique(np.asarray(contexts, dtype=str), return_inverse=True)
+    n_contexts, n_systems = context_codes.max() + 1, system_codes.max() + 1
+    cell = context_codes * n_systems + system_codes  # each row's (context, system) cell
+    size = n_contexts * n_systems
+
+    def per_cell(weights):
+        return np.bincount(cell, weights=weights, minlength=size).reshape(n_contexts, n_systems)
+
+    counts = per_cell(None)
+    metric_sums, human_sums = per_cell(np.asarray(metric, float)), per_cell(np.asarray(human, float))
+    draws = np.random.default_rng(seed).integers(0, n_contexts, size=(resamples, n_contexts))
+    offsets = draws + n_contexts * np.arange(resamples)[:, None]
+    times = np.bincount(offsets.ravel(), minlength=resamples * n_contexts).reshape(resamples, n_contexts)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rows = times @ counts
+        return (times @ metric_sums) / rows, (times @ human_sums) / rows
 
 
 def system_level(
-    metric: np.ndarray, human: np.ndarray, systems: np.ndarray, resamples: int = 1000, seed: int = 0
+    metric: np.ndarray,
+    human: np.ndarray,
+    systems: np.ndarray,
+    contexts: np.ndarray,
+    resamples: int = 1000,
+    seed: int = 0,
 ) -> dict:
     """Kendall tau, Pearson r and pairwise accuracy of the system means, each with a 95 % bootstrap
-    interval (``[low, high]``) over rows resampled within each system (NaN draws left out)."""
+    interval (``[low, high]``) over the contexts resampled (:func:`bootstrap_means`; NaN draws left out)."""
     _, metric_means = system_means(metric, systems)
     _, human_means = system_means(human, systems)
-    boot_metric, boot_human = bootstrap_means(metric, human, systems, resamples, seed)
+    boot_metric, boot_human = bootstrap_means(metric, human, systems, contexts, resamples, seed)
+    whole = ~(np.isnan(boot_metric).any(1) | np.isnan(boot_human).any(1))  # draws with a row of every system
+    boot_metric, boot_human = boot_metric[whole], boot_human[whole]
     out = {}
     for name, statistic in zip(STATISTICS, (kendall_tau, pearson, pairwise_accuracy)):
         draws = statistic(boot_metric, boot_human)
@@ -110,6 +130,7 @@ def evaluate_set(judgments: JudgmentSet, values: dict[str, np.ndarray], protocol
     """System-level statistics of every reported metric column on the rows ``protocol`` keeps."""
     index, human = apply_protocol(judgments, protocol)
     systems = np.array([str(judgments.rows[i].get("system")) for i in index])
+    contexts = np.array([json.dumps(judgments.rows[i]["context"]) for i in index])
     names, human_means = system_means(human, systems)
     counts = {name: int(np.sum(systems == name)) for name in names}
     out = {"n_rows": int(len(index)), "systems": counts, "human_means": dict(zip(names, human_means.tolist()))}
@@ -120,7 +141,7 @@ def evaluate_set(judgments: JudgmentSet, values: dict[str, np.ndarray], protocol
     for column, scores in values.items():
         if column not in reported:
             continue
-        result = system_level(scores[index], human, systems, **kwargs)
+        result = system_level(scores[index], human, systems, contexts, **kwargs)
         result["system_means"] = dict(zip(names, system_means(scores[index], systems)[1].tolist()))
         out["metrics"][column] = result
     return out
@@ -136,7 +157,7 @@ def markdown(report: dict) -> str:
         "",
         f"- date: {report['date']}; command: `{report['command']}`",
         f"- signature: `{report['signature']}`",
-        f"- {report['resamples']} bootstrap resamples (rows drawn within each system), seed {report['seed']}",
+        f"- {report['resamples']} bootstrap resamples (contexts drawn, each with every system's rows), seed {report['seed']}",
         "",
         "Per set, the metric's and the humans' mean per system; Kendall tau-b and Pearson r between",
         "them and pairwise accuracy (Kocmi et al., 2021: share of system pairs ordered as people order",
@@ -145,7 +166,8 @@ def markdown(report: dict) -> str:
         "3 systems tau takes only the values -1, -1/3, 1/3, 1 and pairwise accuracy 0, 1/3, 2/3, 1: these",
         "sets say little about a metric, and their intervals are wide. Resampling adds noise to the",
         "system means, which mixes up close systems, so the intervals of tau and pairwise accuracy often",
-        "sit below the point value (percentile intervals, not centred on it). For the sets without",
+        "sit below the point value (percentile intervals, not centred on it). Contexts are resampled, not",
+        "rows, so systems that answered the same context move together. For the sets without",
         "ground-truth rows or a split (all but the Zhao sets) `paper` keeps every row, as `full` does.",
         "",
     ]

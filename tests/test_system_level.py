@@ -1,5 +1,5 @@
 """System-level statistics against independent references: scipy for Kendall tau-b and Pearson r,
-plain loops for system means, pairwise accuracy and the bootstrap's within-system resampling."""
+plain loops for system means, pairwise accuracy and the bootstrap's resampling of contexts."""
 
 import itertools
 
@@ -77,39 +77,91 @@ def test_statistics_are_vectorised_over_leading_axes():
     )
 
 
-def test_bootstrap_resamples_rows_within_each_system_and_pairs_metric_with_human():
-    metric, human, systems = synthetic(7, n_systems=4, rows=9)
-    boot_metric, boot_human = bootstrap_means(metric, human, systems, resamples=200, seed=1)
-    assert boot_metric.shape == boot_human.shape == (200, 4)
+def shared_contexts(systems):
+    """Context keys as the Zhao and USR sets have them: the k-th row of each system answers context k."""
+    seen = {}
+    keys = []
+    for system in systems:
+        seen[system] = seen.get(system, -1) + 1
+        keys.append(f"c{seen[system]}")
+    return np.array(keys)
+
+
+def loop_bootstrap(values, systems, contexts, resamples, seed):
+    """The same draws of contexts (sorted keys, as np.unique), each system's mean over its rows in them."""
+    keys = sorted(set(contexts))
+    draws = np.random.default_rng(seed).integers(0, len(keys), size=(resamples, len(keys)))
     names = sorted(set(systems))
-    for column, name in enumerate(names):
-        rows = [i for i, s in enumerate(systems) if s == name]
-        # every resampled mean lies within the system's own rows' range
-        assert np.all(boot_metric[:, column] >= metric[rows].min() - 1e-12)
-        assert np.all(boot_metric[:, column] <= metric[rows].max() + 1e-12)
-    # with the metric equal to the human score, every resample agrees perfectly
-    same_metric, same_human = bootstrap_means(human, human, systems, resamples=50, seed=2)
-    np.testing.assert_array_equal(same_metric, same_human)
+    out = np.full((resamples, len(names)), np.nan)
+    for r in range(resamples):
+        for column, name in enumerate(names):
+            picked = [v for k in draws[r] for v, s, c in zip(values, systems, contexts) if s == name and c == keys[k]]
+            if picked:
+                out[r, column] = np.mean(picked)
+    return out
+
+
+def test_bootstrap_resamples_contexts_with_every_systems_rows_as_a_plain_loop_does():
+    metric, human, systems = synthetic(7, n_systems=4, rows=9)
+    contexts = shared_contexts(systems)
+    contexts[:3] = "only-here"  # a context some systems lack
+    boot_metric, boot_human = bootstrap_means(metric, human, systems, contexts, resamples=60, seed=1)
+    assert boot_metric.shape == boot_human.shape == (60, 4)
+    np.testing.assert_allclose(boot_metric, loop_bootstrap(metric, systems, contexts, 60, 1), rtol=1e-12)
+    np.testing.assert_allclose(boot_human, loop_bootstrap(human, systems, contexts, 60, 1), rtol=1e-12)
+
+
+def test_a_context_hard_for_every_system_moves_them_together():
+    """Systems of fixed quality 0 < 1 < 2 < 3, each context shifting every system's score alike: every
+    resample of contexts orders the systems as people do, so the interval of tau is [1, 1]; resampling rows
+    within each system (the old way) mixed them up."""
+    rng = np.random.default_rng(3)
+    difficulty = rng.normal(scale=5.0, size=40)
+    systems = np.repeat([f"s{i}" for i in range(4)], 40)
+    contexts = np.tile([f"c{k}" for k in range(40)], 4)
+    quality = np.repeat(np.arange(4.0), 40)
+    metric = quality + np.tile(difficulty, 4)
+    human = quality + np.tile(difficulty, 4) * 0.5
+    result = system_level(metric, human, systems, contexts, resamples=300, seed=0)
+    assert result["kendall_tau"]["ci95"] == [1.0, 1.0]
+    assert result["pairwise_accuracy"]["ci95"] == [1.0, 1.0]
+
+
+def test_draws_without_a_row_of_some_system_are_left_out_of_every_statistic():
+    metric, human, systems = synthetic(5, n_systems=3, rows=6)
+    contexts = shared_contexts(systems)
+    lone = np.flatnonzero(systems == "s0")
+    contexts[lone] = "s0-only"  # s0 answered one context of 7: about a third of the draws miss it
+    boot_metric, _ = bootstrap_means(metric, human, systems, contexts, resamples=400, seed=0)
+    missing = np.isnan(boot_metric[:, 0])
+    assert 0 < missing.sum() < 400
+    # over the kept draws only, a perfect metric orders every pair as people do (a NaN mean would count as a miss)
+    result = system_level(human, human, systems, contexts, resamples=400, seed=0)
+    assert result["pairwise_accuracy"]["ci95"] == [1.0, 1.0]
 
 
 def test_system_level_intervals_hold_the_value_and_a_perfect_metric_scores_one():
     metric, human, systems = synthetic(8, n_systems=6, rows=30)
-    result = system_level(metric, human, systems, resamples=300, seed=0)
+    contexts = shared_contexts(systems)
+    result = system_level(metric, human, systems, contexts, resamples=300, seed=0)
     for name in ("kendall_tau", "pearson", "pairwise_accuracy"):
         low, high = result[name]["ci95"]
         assert low <= high
-    perfect = system_level(human, human, systems, resamples=100, seed=0)
+    perfect = system_level(human, human, systems, contexts, resamples=100, seed=0)
     assert all(perfect[name]["value"] == pytest.approx(1.0) for name in perfect)
     assert all(perfect[name]["ci95"] == pytest.approx([1.0, 1.0]) for name in perfect)
-    reversed_ = system_level(-human, human, systems, resamples=100, seed=0)
+    reversed_ = system_level(-human, human, systems, contexts, resamples=100, seed=0)
     assert reversed_["kendall_tau"]["value"] == pytest.approx(-1.0)
     assert reversed_["pairwise_accuracy"]["value"] == 0.0
 
 
 def test_evaluate_set_follows_the_protocol_rows_and_leaves_out_unreported_columns():
     metric, human, systems = synthetic(9, n_systems=3, rows=5)
-    rows = [{"system": str(s), "score": float(h)} for s, h in zip(systems, human)]
-    rows.append({"system": "ground-truth", "score": 5.0})  # dropped by the paper protocol
+    rows = [
+        {"system": str(s), "score": float(h), "context": [c]}
+        for s, h, c in zip(systems, human, shared_contexts(systems))
+    ]
+    rows.append({"system": "ground-truth", "score": 5.0, "context": ["c0"]})  # dropped by the paper protocol
     judgments = JudgmentSet("toy", rows)
     values = {"m": np.append(metric, 0.0), "hidden": np.zeros(len(rows))}
     full = evaluate_set(judgments, values, "full", {"m"}, resamples=20, seed=0)
@@ -125,8 +177,11 @@ def test_evaluate_set_follows_the_protocol_rows_and_leaves_out_unreported_column
 
 def test_a_protocol_that_leaves_fewer_than_three_systems_is_skipped_not_computed():
     metric, human, systems = synthetic(9, n_systems=2, rows=5)
-    rows = [{"system": str(s), "score": float(h)} for s, h in zip(systems, human)]
-    rows.append({"system": "ground-truth", "score": 5.0})  # a third "system" under full only
+    rows = [
+        {"system": str(s), "score": float(h), "context": [c]}
+        for s, h, c in zip(systems, human, shared_contexts(systems))
+    ]
+    rows.append({"system": "ground-truth", "score": 5.0, "context": ["c0"]})  # a third "system" under full only
     judgments = JudgmentSet("toy", rows)
     values = {"m": np.append(metric, 0.0)}
     assert evaluate_set(judgments, values, "full", {"m"}, resamples=20, seed=0)["metrics"]
