@@ -59,7 +59,7 @@ ScoreChunk = Callable[[Sequence, Sequence], DensityResult]  # (n contexts, n res
 
 def score_columns(
     score_chunk: ScoreChunk, contexts: Sequence, responses: Sequence, *, field: str = "density"
-) -> dict[str, list[float]]:
+) -> dict[str, list[float] | list[str]]:
     """The output columns of one chunk of n pairs: ``{field}`` (n raw scores), ``{field}_calibrated`` (n in
     [0, 1]), for a checkpoint with a rating head ``{field}_rating`` (n predicted human ratings), and
     ``{field}_signature`` (n copies of :attr:`DensityResult.signature`: which checkpoint, max_length and
