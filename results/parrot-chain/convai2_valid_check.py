@@ -7,7 +7,6 @@ with the last turn. 1,500 pairs drawn with seed 0.
     python results/parrot-chain/convai2_valid_check.py NAME=CHECKPOINT ...
 """
 
-import re
 import sys
 
 import numpy as np
@@ -16,16 +15,16 @@ from density_metric.scoring import DensityScorer
 from train.corpora import load_convai2, response_pairs
 from train.validation import auc, last_turn_overlap, spearman
 
-WORD = re.compile(r"\w+")
+PERSONA = "your persona:"
 
 
 def persona_overlap(contexts, responses):
-    shares = np.zeros(len(responses))
-    for row, (context, response) in enumerate(zip(contexts, responses)):
-        persona = {w for line in context if line.startswith("your persona:") for w in WORD.findall(line.lower()[13:])}
-        words = WORD.findall(response.lower())
-        shares[row] = sum(w in persona for w in words) / len(words) if words else 0.0
-    return shares
+    """Share of each reply's words in its persona lines (without their "your persona:" prefix): the
+    last-turn overlap of validation, read against the persona lines joined as one turn."""
+    personas = [
+        [" ".join(line[len(PERSONA) :] for line in context if line.startswith(PERSONA))] for context in contexts
+    ]
+    return last_turn_overlap(personas, responses)
 
 
 contexts, responses = response_pairs(load_convai2("../shared/data/convai2/valid_self_original_no_cands.txt"))
