@@ -80,7 +80,11 @@ def main() -> None:
             cells = [aucs[k] for k in VALID_KINDS] + [np.mean([aucs[k] for k in ("echo", "speaker", "repeat")])]
             cells += [100 * pearson(dev_scores, dev.human), 100 * spearman(dev_scores, dev.human)]
             cells += [100 * spearman(dev_scores, overlap)]
-            print(f"| {name} | {beta} | " + " | ".join([f"{c:.3f}" for c in cells[:-3]] + [f"{c:.2f}" for c in cells[-3:]]) + " |")
+            print(
+                f"| {name} | {beta} | "
+                + " | ".join([f"{c:.3f}" for c in cells[:-3]] + [f"{c:.2f}" for c in cells[-3:]])
+                + " |"
+            )
             sys.stdout.flush()
     log("done")
 
