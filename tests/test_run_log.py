@@ -61,3 +61,26 @@ def test_the_runs_cost_sums_its_chunks_wall_time_and_evaluations():
         "evaluations": 3,
     }
     assert compute_summary([]) == {"steps": 0, "chunks": 0, "wall_seconds": 0, "eval_seconds": 0, "evaluations": 0}
+
+
+def test_an_evaluation_before_the_first_step_counts_once():
+    """--eval-at-start logs an evaluation before any train record; the process's clock already runs,
+    so the first step's elapsed includes it (the last-turn-copies run: 114 s of evaluation, then step 5
+    at 122 s). It counts as an evaluation, and the wall time does not count it twice."""
+    from train.run_log import compute_summary
+
+    records = [
+        {"type": "eval", "step": 0, "seconds": 100.0},
+        {"type": "train", "step": 1, "elapsed": 102.0},
+        {"type": "train", "step": 2, "elapsed": 104.0},
+        {"type": "eval", "step": 2, "seconds": 50.0},
+    ]
+    assert compute_summary(records) == {
+        "steps": 2,
+        "chunks": 1,
+        "wall_seconds": 104.0 + 50.0,
+        "eval_seconds": 150.0,
+        "evaluations": 2,
+    }
+    only_start = compute_summary(records[:1])  # stopped before its first step
+    assert (only_start["wall_seconds"], only_start["evaluations"]) == (100.0, 1)

@@ -60,25 +60,29 @@ def compute_summary(records: list[dict]) -> dict:
     began) is below the previous one starts a new chunk. A chunk's wall time is its last train
     record's ``elapsed`` plus the evaluations it logged after that record (``elapsed`` already
     counts the ones before it). Redone steps and evaluations of a resumed run count (``evaluations``
-    counts runs, not distinct steps): they ran.
+    counts runs, not distinct steps): they ran. An evaluation before the first step (``--eval-at-start``)
+    counts too; its time is inside the first chunk's ``elapsed``.
     Loading before a chunk's first step and saving after its last are not counted.
     """
     chunks: list[list[float]] = []  # per chunk: [its last train record's elapsed, evaluations after it]
-    eval_seconds, runs = 0.0, 0
+    eval_seconds, runs, before_any_step = 0.0, 0, 0.0
     for record in records:
         if record["type"] == "train":
             if not chunks or record["elapsed"] < chunks[-1][0]:
                 chunks.append([0.0, 0.0])
             chunks[-1] = [record["elapsed"], 0.0]
-        elif chunks:  # an evaluation only runs after a step
-            chunks[-1][1] += record["seconds"]
+        else:
             eval_seconds += record["seconds"]
             runs += 1
+            if chunks:
+                chunks[-1][1] += record["seconds"]
+            else:  # --eval-at-start: the first chunk's elapsed counts it, once that chunk has a step
+                before_any_step += record["seconds"]
     steps = [record["step"] for record in records if record["type"] == "train"]
     return {
         "steps": max(steps, default=0),
         "chunks": len(chunks),
-        "wall_seconds": sum(elapsed + tail for elapsed, tail in chunks),
+        "wall_seconds": sum(elapsed + tail for elapsed, tail in chunks) + (0.0 if chunks else before_any_step),
         "eval_seconds": eval_seconds,
         "evaluations": runs,
     }
