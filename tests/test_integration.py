@@ -113,21 +113,23 @@ def test_the_trained_release_prefers_the_gold_reply_to_a_random_one(default_scor
     contexts = [case["context"] for case in cases]
     gold = default_scorer.score(contexts, [case["gold"] for case in cases]).scores
     random = default_scorer.score(contexts, [case["random"] for case in cases]).scores
-    assert (gold > random).mean() > 0.75  # the parrot release: 0.962 on 500 test probes (seed 0)
+    assert (gold > random).mean() > 0.75  # the bundled release: 0.954 on 500 test probes (seed 0)
 
 
 @needs_data
 def test_the_bundled_default_prefers_the_gold_reply_to_a_copy_of_the_previous_turn(default_scorer):
-    """Issue 31: the release it replaced preferred the gold to an echo of the previous turn in 19.2 % of
-    500 test probes (seed 0) and to the previous turn followed by the gold in 10.8 %; the parrot
-    release, 79.2 % and 72.2 %. Here 300 other cases (seed 2)."""
+    """Issue 31: the first release preferred the gold to an echo of the previous turn in 19.2 % of 500
+    test probes (seed 0) and to the previous turn followed by the gold in 10.8 %; the parrot release,
+    79.2 % and 72.2 %; the bundled last-turn-copies release, 93.8 % and 89.8 %. Here 300 other cases
+    (seed 2), where it measured 91.7 % and 88.3 %: the floors sit below that by the noise of 300 cases
+    (about 2 points), and above the parrot release's."""
     from benchmarks.probes import make_probes
     from train.corpora import load_dailydialog
 
     cases = make_probes(list(load_dailydialog(DAILYDIALOG, "test")["turns"]), 300, seed=2)
     contexts = [case["context"] for case in cases]
     gold = default_scorer.score(contexts, [case["gold"] for case in cases]).scores
-    for probe, floor in (("echo", 0.65), ("speaker_confused", 0.6)):
+    for probe, floor in (("echo", 0.85), ("speaker_confused", 0.8)):
         copy = default_scorer.score(contexts, [case[probe] for case in cases]).scores
         assert (gold > copy).mean() > floor, probe
 
