@@ -65,7 +65,7 @@ def compute_summary(records: list[dict]) -> dict:
     Loading before a chunk's first step and saving after its last are not counted.
     """
     chunks: list[list[float]] = []  # per chunk: [its last train record's elapsed, evaluations after it]
-    eval_seconds, runs, before_any_step = 0.0, 0, 0.0
+    eval_seconds, runs = 0.0, 0
     for record in records:
         if record["type"] == "train":
             if not chunks or record["elapsed"] < chunks[-1][0]:
@@ -74,15 +74,13 @@ def compute_summary(records: list[dict]) -> dict:
         else:
             eval_seconds += record["seconds"]
             runs += 1
-            if chunks:
+            if chunks:  # before the first step (--eval-at-start), the first chunk's elapsed counts it
                 chunks[-1][1] += record["seconds"]
-            else:  # --eval-at-start: the first chunk's elapsed counts it, once that chunk has a step
-                before_any_step += record["seconds"]
     steps = [record["step"] for record in records if record["type"] == "train"]
     return {
         "steps": max(steps, default=0),
         "chunks": len(chunks),
-        "wall_seconds": sum(elapsed + tail for elapsed, tail in chunks) + (0.0 if chunks else before_any_step),
+        "wall_seconds": sum(elapsed + tail for elapsed, tail in chunks) if chunks else eval_seconds,
         "eval_seconds": eval_seconds,
         "evaluations": runs,
     }
