@@ -4,6 +4,7 @@ PYTHONPATH=. python results/copy-direction/explore.py
 """
 
 import numpy as np
+from grid import fisher_direction as fisher
 
 from density_metric.gaussian import mahalanobis
 from train.run import load_dev_judgments
@@ -13,14 +14,6 @@ F = dict(np.load("runs/copy-direction/features.npz"))
 dev = load_dev_judgments("../shared/data")
 overlap = last_turn_overlap(dev.contexts, dev.responses)
 KINDS = ["random", "echo", "speaker", "repeat", "earlier", "span"]
-
-
-def fisher(golds, copies, shrink=0.1):
-    within = 0.5 * (np.cov(golds, rowvar=False) + np.cov(copies, rowvar=False))
-    d = within.shape[0]
-    within = (1 - shrink) * within + shrink * np.trace(within) / d * np.eye(d)
-    u = np.linalg.solve(within, golds.mean(0) - copies.mean(0))
-    return u / (golds @ u).std()
 
 
 for m in ["release", "bundled"]:

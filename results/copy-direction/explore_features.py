@@ -2,28 +2,23 @@
 
     PYTHONPATH=. python results/copy-direction/explore_features.py
 
-with the first release's files in /tmp/release (git show 35dcd63:density_metric/default/<file>).
+with the first release's files in /tmp/release (git show 35dcd63:density_metric/default/<file>) and the parrot
+release's, the bundled default when this ran, in /tmp/parrot-release (git show 6cf7ce3:density_metric/default/<file>).
 """
 
 import numpy as np
-from grid import COPY_KINDS, DATA, VALID_KINDS
+from grid import COPY_KINDS, VALID_KINDS, training_sample, validation_pairs
 
 from density_metric.scoring import DensityScorer
-from train.corpora import load_dailydialog, response_pairs_with_dialogues
-from train.data import SelectionData
 from train.negatives import validation_candidates
 from train.run import load_dev_judgments
 
-valid = SelectionData.from_pairs(*response_pairs_with_dialogues(load_dailydialog(DATA, "validation"))).select(
-    range(500)
-)
-train = SelectionData.from_pairs(*response_pairs_with_dialogues(load_dailydialog(DATA, "train")))
-train = train.select(np.sort(np.random.default_rng(0).choice(len(train), size=3000, replace=False)))
+valid, train = validation_pairs(), training_sample()
 dev = load_dev_judgments("../shared/data")
 valid_negatives = validation_candidates(valid, VALID_KINDS, seed=42)
 copies = validation_candidates(train, COPY_KINDS + ["repeat", "span"], seed=0, fallback=False)
 out = {}
-for name, path in [("release", "/tmp/release"), ("bundled", "density_metric/default")]:
+for name, path in [("release", "/tmp/release"), ("bundled", "/tmp/parrot-release")]:
     scorer = DensityScorer(path, device="cpu", dtype="float32", progress=False)
     out[f"{name}/valid/gold"] = scorer.features(valid.contexts, valid.responses)
     for kind in VALID_KINDS:

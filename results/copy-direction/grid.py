@@ -1,7 +1,9 @@
 """The copy-direction arm's validation grid (plan: PLAN.md beside this file).
 
     PYTHONPATH=. python results/copy-direction/grid.py release=<35dcd63's density_metric/default> \
-        bundled=density_metric/default > results/copy-direction/grid.md
+        bundled=<6cf7ce3's density_metric/default> > results/copy-direction/grid.md
+
+("bundled": the parrot release, the bundled default when this ran; now in git history.)
 
 The first checkpoint is the arm's (its u is made from its features, the beta grid applied to its precision);
 the others are measured at beta = 0 for comparison. Writes the table to stdout and u to
@@ -33,27 +35,42 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def copy_direction(scorer: DensityScorer) -> np.ndarray:
-    """u: the Fisher direction between 3,000 training golds and their copies, scaled to unit gold variance."""
+def validation_pairs() -> SelectionData:
+    """The first 500 DailyDialog validation pairs, as every run's evaluation reads them."""
+    valid = SelectionData.from_pairs(*response_pairs_with_dialogues(load_dailydialog(DATA, "validation")))
+    return valid.select(range(500))
+
+
+def training_sample() -> SelectionData:
+    """The 3,000 training pairs that u is made from (numpy default_rng(0))."""
     train = SelectionData.from_pairs(*response_pairs_with_dialogues(load_dailydialog(DATA, "train")))
-    rows = np.sort(np.random.default_rng(0).choice(len(train), size=3000, replace=False))
-    data = train.select(rows)
+    return train.select(np.sort(np.random.default_rng(0).choice(len(train), size=3000, replace=False)))
+
+
+def fisher_direction(golds: np.ndarray, copies: np.ndarray) -> np.ndarray:
+    """The Fisher direction from copies towards golds, S_w^-1 (m_gold - m_copy), S_w the mean of the two
+    covariances shrunk as the density term's bank is, scaled so that the golds' projections have variance 1."""
+    within = 0.5 * (np.cov(golds, rowvar=False) + np.cov(copies, rowvar=False))
+    d = within.shape[0]
+    within = (1 - SHRINKAGE) * within + SHRINKAGE * np.trace(within) / d * np.eye(d)
+    u = np.linalg.solve(within, golds.mean(0) - copies.mean(0))
+    return u / (golds @ u).std()
+
+
+def copy_direction(scorer: DensityScorer) -> np.ndarray:
+    """u: the Fisher direction between the training sample's golds and their copies."""
+    data = training_sample()
     copies = validation_candidates(data, COPY_KINDS, seed=0, fallback=False)
     golds = scorer.features(data.contexts, data.responses).astype(np.float64)
     pairs = [(data.contexts[i], copies[k][i]) for k in COPY_KINDS for i in range(len(data)) if copies[k][i]]
     copy_features = scorer.features([c for c, _ in pairs], [r for _, r in pairs]).astype(np.float64)
     log(f"u from {len(golds)} golds and {len(copy_features)} copies")
-    within = 0.5 * (np.cov(golds, rowvar=False) + np.cov(copy_features, rowvar=False))
-    d = within.shape[0]
-    within = (1 - SHRINKAGE) * within + SHRINKAGE * np.trace(within) / d * np.eye(d)
-    u = np.linalg.solve(within, golds.mean(0) - copy_features.mean(0))
-    return u / (golds @ u).std()
+    return fisher_direction(golds, copy_features)
 
 
 def main() -> None:
     named = [arg.partition("=")[::2] for arg in sys.argv[1:]]
-    valid = SelectionData.from_pairs(*response_pairs_with_dialogues(load_dailydialog(DATA, "validation")))
-    valid = valid.select(range(500))
+    valid = validation_pairs()
     candidates = validation_candidates(valid, VALID_KINDS, seed=42)
     dev = load_dev_judgments("../shared/data")
     overlap = last_turn_overlap(dev.contexts, dev.responses)
