@@ -135,6 +135,25 @@ def test_a_floor_no_evaluation_meets_keeps_nothing_and_fits_nothing(backbone, tm
     assert not (tmp_path / "run" / "checkpoint").exists()
 
 
+def test_a_relative_floor_without_an_evaluation_at_the_start_is_an_error(backbone, tmp_path, train_cli_error):
+    line = train_cli_error(cli_run(backbone, tmp_path, "--select-floor", "mrr=start-0.1"))
+    assert "--select-floor 'mrr=start-0.1' is relative to the run's step-0 evaluation: add --eval-at-start" in line
+
+
+def test_a_floor_relative_to_the_start_holds_across_a_resume(backbone, tmp_path):
+    """The start's value is in the saved state for the trainer and in the log for the end-of-run fit:
+    a run stopped after its first step and resumed keeps and fits an evaluation, and its card says how."""
+    from train.__main__ import main
+
+    flags = ("--eval-at-start", "--select-on", "mrr", "--select-floor", "recall_at_1=start-1")
+    main([str(arg) for arg in cli_run(backbone, tmp_path, *flags, "--max-minutes", "0.0001")])
+    state = json.loads((tmp_path / "run" / "state" / "trainer_state.json").read_text())["progress"]
+    assert state["global_step"] == 1 and set(state["start"]) == {"mrr", "recall_at_1"}
+    main([str(arg) for arg in cli_run(backbone, tmp_path, *flags)])
+    card = (tmp_path / "run" / "checkpoint" / "README.md").read_text()
+    assert "was at least its value at the start (step 0) - 1" in card
+
+
 def test_a_stop_while_the_state_is_saved_leaves_the_last_whole_state(backbone, tmp_path, monkeypatch):
     """Killed while writing the state of step 4 (the model written, the optimizer not): the run
     resumes from the whole state of step 2, and its log equals an uninterrupted one's."""

@@ -1,4 +1,5 @@
-"""Which evaluation a run keeps: one metric, the mean of several, and a floor on another."""
+"""Which evaluation a run keeps: one metric, the mean of several, and a floor on another, fixed or
+relative to the run's start."""
 
 import math
 
@@ -30,9 +31,50 @@ def test_one_metric_the_mean_of_several_and_a_floor():
     assert selection_value(EVALS[2], "auc_density/echo", "zhao_dev_spearman=53.13") == 0.919  # at the floor: kept
 
 
-@pytest.mark.parametrize("floor", ["zhao_dev_spearman", "=3", "zhao_dev_spearman=x", "zhao_dev_spearman=nan"])
+CHAIN = [  # the last-turn chain's evaluations (results/last-turn-chain/log.jsonl), rounded; step 0 is its start
+    {"step": 0, "zhao_dev_spearman": 56.50, "auc_density/echo": 0.893, "auc_density/speaker": 0.879},
+    {"step": 400, "zhao_dev_spearman": 53.87, "auc_density/echo": 0.925, "auc_density/speaker": 0.922},
+    {"step": 800, "zhao_dev_spearman": 54.44, "auc_density/echo": 0.928, "auc_density/speaker": 0.923},
+    {"step": 1200, "zhao_dev_spearman": 54.08, "auc_density/echo": 0.934, "auc_density/speaker": 0.926},
+]
+
+
+def test_a_floor_relative_to_the_start():
+    select_on = "auc_density/echo+auc_density/speaker"
+
+    def kept_of_chain(select_floor):
+        return max(CHAIN, key=lambda r: selection_value(r, select_on, select_floor, start=CHAIN[0]))["step"]
+
+    assert kept_of_chain("zhao_dev_spearman=52.36") == 1200  # the issue's fixed floor, which the run used
+    assert kept_of_chain("zhao_dev_spearman=start-1") == 0  # 55.50: every later evaluation is below it
+    assert kept_of_chain("zhao_dev_spearman=start-2.5") == 1200  # 54.00: only step 400 is out
+    assert kept_of_chain(" zhao_dev_spearman = start - 2.25 ") == 800  # 54.25: steps 400 and 1,200 are out
+    assert selection_value(CHAIN[0], select_on, "zhao_dev_spearman=start", start=CHAIN[0]) == (0.893 + 0.879) / 2
+    assert selection_value(CHAIN[0], select_on, "zhao_dev_spearman=start+0.5", start=CHAIN[0]) == -math.inf
+    with pytest.raises(ValueError, match="needs the run's step-0 evaluation \\(--eval-at-start\\)"):
+        selection_value(CHAIN[1], select_on, "zhao_dev_spearman=start-1")
+
+
+def test_a_relative_floor_needs_an_evaluation_at_the_start():
+    with pytest.raises(ValueError, match="relative to the run's step-0 evaluation: add --eval-at-start"):
+        TrainConfig(select_floor="zhao_dev_spearman=start-1")
+    TrainConfig(select_floor="zhao_dev_spearman=start-1", eval_at_start=True)
+
+
+@pytest.mark.parametrize(
+    "floor",
+    [
+        "zhao_dev_spearman",
+        "=3",
+        "zhao_dev_spearman=x",
+        "zhao_dev_spearman=nan",
+        "zhao_dev_spearman=start1",
+        "zhao_dev_spearman=start-",
+        "zhao_dev_spearman=start-inf",
+    ],
+)
 def test_a_malformed_floor_is_refused_naming_the_flag(floor):
-    with pytest.raises(ValueError, match="--select-floor .* must be METRIC=VALUE"):
+    with pytest.raises(ValueError, match="--select-floor .* must be METRIC=VALUE .* or METRIC=start-OFFSET"):
         parse_floor(floor)
     with pytest.raises(ValueError, match="--select-floor"):
         TrainConfig(select_floor=floor)
@@ -54,4 +96,9 @@ def test_the_card_says_how_the_evaluation_was_chosen():
     assert text == (
         "mean of `auc_density/echo`, `auc_density/speaker` among the evaluations whose Spearman correlation "
         "with the human ratings of DailyDialog-Zhao's first 20 % (`dev`) was at least 52.36"
+    )
+    text = describe("recall_at_1", "zhao_dev_spearman=start-1", SELECTION_NAMES)
+    assert text.endswith("(`dev`) was at least its value at the start (step 0) - 1")
+    assert describe("recall_at_1", "mrr=start", SELECTION_NAMES).endswith(
+        "was at least its value at the start (step 0)"
     )

@@ -379,6 +379,25 @@ def test_trainer_logs_per_kind_aucs_and_dev_correlations_twice_per_epoch(backbon
     assert (tmp_path / "run" / "best" / "model.safetensors").is_file()
 
 
+def test_a_floor_relative_to_the_start_reads_the_step_0_evaluation(backbone, tmp_path):
+    train, valid = dialogue_data()
+    config = config_for(
+        backbone,
+        epochs=1,
+        evals_per_epoch=2,
+        valid_fit_pairs=60,
+        eval_at_start=True,
+        select_on="auc_density/echo+auc_density/random",
+        select_floor="mrr=start",
+    )
+    progress = Trainer(config, train, valid, tmp_path / "run").train()
+    evals = [record for record in read_log(tmp_path / "run") if record["type"] == "eval"]
+    assert [record["step"] for record in evals] == [0, 3, 6]
+    assert progress["start"] == {name: evals[0][name] for name in ("auc_density/echo", "auc_density/random", "mrr")}
+    passing = [r for r in evals if r["mrr"] >= evals[0]["mrr"]]  # the start itself always does
+    assert progress["best"] == max((r["auc_density/echo"] + r["auc_density/random"]) / 2 for r in passing)
+
+
 def test_a_run_with_hard_negatives_resumes_to_the_same_weights(backbone, tmp_path):
     """Hard negatives are a function of (seed, epoch, row): a resumed run sees the same ones."""
     train, valid = dialogue_data()

@@ -23,7 +23,7 @@ from .density_term import (
 )
 from .losses import CONTRASTIVE_AVERAGES
 from .negatives import GOLD_KINDS, KINDS, NegativeMix
-from .selection import required_metrics
+from .selection import parse_floor, required_metrics
 
 # Flags of `python -m train train` that a resumed run may change: they set how fast or how long the
 # run goes, or act after the loop (the final fit and the card), so the trained weights stay those of
@@ -157,6 +157,11 @@ class TrainConfig:
             except ValueError as err:
                 raise ValueError(f"copy_mix {self.copy_mix!r}: {err}") from None
         required_metrics(self.select_on, self.select_floor)  # a ValueError names the flag
+        floor = parse_floor(self.select_floor)
+        if floor and floor.from_start and not self.eval_at_start:
+            raise ValueError(
+                f"--select-floor {self.select_floor!r} is relative to the run's step-0 evaluation: add --eval-at-start"
+            )
         if self.mixed_precision not in ("auto", "no", "bf16", "fp16"):
             raise ValueError(f"mixed_precision must be 'auto', 'no', 'bf16' or 'fp16', got {self.mixed_precision!r}")
 
@@ -404,7 +409,8 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
         "--select-floor",
         default="",
         help="METRIC=VALUE: evaluations whose METRIC is below VALUE are never kept in best/, "
-        "e.g. zhao_dev_spearman=52.36",
+        "e.g. zhao_dev_spearman=52.36; or METRIC=start-OFFSET, relative to the run's step-0 evaluation "
+        "(with --eval-at-start), e.g. zhao_dev_spearman=start-1",
     )
     negatives.add_argument(
         "--valid-negatives",

@@ -394,12 +394,13 @@ class Trainer:
         metrics = self.evaluate()
         seconds = round(time.monotonic() - started, 1)
         self._log({"type": "eval", "epoch": epoch, "step": self.progress["global_step"], "seconds": seconds, **metrics})
-        missing = [
-            name for name in required_metrics(self.config.select_on, self.config.select_floor) if name not in metrics
-        ]
+        names = required_metrics(self.config.select_on, self.config.select_floor)
+        missing = [name for name in names if name not in metrics]
         if missing:
             raise ValueError(f"the selection reads {missing}, which are not validation metrics: {sorted(metrics)}")
-        value = selection_value(metrics, self.config.select_on, self.config.select_floor)
+        if self.progress["global_step"] == 0:  # the start, which a relative --select-floor reads
+            self.progress["start"] = {name: metrics[name] for name in names}
+        value = selection_value(metrics, self.config.select_on, self.config.select_floor, self.progress.get("start"))
         if value > self.progress["best"]:
             self.progress["best"] = value
             if self.accelerator.is_main_process:

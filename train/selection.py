@@ -6,6 +6,10 @@ speaker and repeat among evaluations whose `dev` Spearman is at least 52.36::
     --select-on auc_density/echo+auc_density/speaker+auc_density/repeat
     --select-floor zhao_dev_spearman=52.36
 
+A fine-tune's floor can also be relative to its own start: ``METRIC=start-1`` keeps out every
+evaluation whose METRIC is more than 1 below the run's step-0 evaluation (``--eval-at-start``, the
+same validation draws), which a fixed number cannot know before the run.
+
 Read by the trainer (at each evaluation) and by ``train/run.py`` (which evaluation the card and the
 fit describe), so the two cannot disagree.
 """
@@ -13,6 +17,8 @@ fit describe), so the two cannot disagree.
 from __future__ import annotations
 
 import math
+import re
+from typing import NamedTuple
 
 
 def selection_metrics(select_on: str) -> list[str]:
@@ -23,32 +29,49 @@ def selection_metrics(select_on: str) -> list[str]:
     return names
 
 
-def parse_floor(select_floor: str) -> tuple[str, float] | None:
-    """``"METRIC=VALUE"`` as (METRIC, VALUE); ``""`` as None."""
+class Floor(NamedTuple):
+    metric: str
+    value: float  # the bound, or the offset from the start's value where from_start
+    from_start: bool
+
+
+def parse_floor(select_floor: str) -> Floor | None:
+    """``"METRIC=VALUE"`` or ``"METRIC=start-OFFSET"`` (also ``start+OFFSET``, ``start``) as a
+    :class:`Floor`; ``""`` as None."""
     if not select_floor:
         return None
     name, sep, value = select_floor.partition("=")
+    relative = re.fullmatch(r"start([+-].*)?", "".join(value.split()))
     try:
-        bound = float(value)
+        bound = float((relative.group(1) or "0") if relative else value)
     except ValueError:
         bound = math.nan
     if not sep or not name.strip() or not math.isfinite(bound):
-        raise ValueError(f"--select-floor {select_floor!r} must be METRIC=VALUE with a finite VALUE")
-    return name.strip(), bound
+        raise ValueError(
+            f"--select-floor {select_floor!r} must be METRIC=VALUE with a finite VALUE, or METRIC=start-OFFSET"
+        )
+    return Floor(name.strip(), bound, relative is not None)
 
 
 def required_metrics(select_on: str, select_floor: str) -> list[str]:
     """Every metric the selection reads: the run must log them all."""
     floor = parse_floor(select_floor)
-    return selection_metrics(select_on) + ([floor[0]] if floor else [])
+    return selection_metrics(select_on) + ([floor.metric] if floor else [])
 
 
-def selection_value(metrics: dict, select_on: str, select_floor: str = "") -> float:
+def selection_value(metrics: dict, select_on: str, select_floor: str = "", start: dict | None = None) -> float:
     """The mean of the ``--select-on`` metrics, or -inf where the floor's metric is below its value
-    (higher is better; an evaluation at -inf is never kept)."""
+    (higher is better; an evaluation at -inf is never kept). ``start``, the run's step-0 evaluation,
+    sets a relative floor's bound."""
     floor = parse_floor(select_floor)
-    if floor and metrics[floor[0]] < floor[1]:
-        return -math.inf
+    if floor:
+        bound = floor.value
+        if floor.from_start:
+            if start is None:
+                raise ValueError(f"--select-floor {select_floor!r} needs the run's step-0 evaluation (--eval-at-start)")
+            bound += float(start[floor.metric])
+        if metrics[floor.metric] < bound:
+            return -math.inf
     names = selection_metrics(select_on)
     return sum(float(metrics[name]) for name in names) / len(names)
 
@@ -60,5 +83,12 @@ def describe(select_on: str, select_floor: str, names: dict[str, str]) -> str:
     text = words[0] if len(words) == 1 else "mean of " + ", ".join(words)
     floor = parse_floor(select_floor)
     if floor:
-        text += f" among the evaluations whose {names.get(floor[0], f'`{floor[0]}`')} was at least {floor[1]:g}"
+        name = names.get(floor.metric, f"`{floor.metric}`")
+        if not floor.from_start:
+            bound = f"{floor.value:g}"
+        elif floor.value:
+            bound = f"its value at the start (step 0) {'+' if floor.value > 0 else '-'} {abs(floor.value):g}"
+        else:
+            bound = "its value at the start (step 0)"
+        text += f" among the evaluations whose {name} was at least {bound}"
     return text
