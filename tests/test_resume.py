@@ -141,7 +141,7 @@ def test_a_relative_floor_without_an_evaluation_at_the_start_is_an_error(backbon
 
 
 def test_a_floor_relative_to_the_start_holds_across_a_resume(backbone, tmp_path):
-    """The start's value is in the saved state for the trainer and in the log for the end-of-run fit:
+    """The start's value is in the saved state, which the resumed trainer and the end-of-run fit read:
     a run stopped after its first step and resumed keeps and fits an evaluation, and its card says how."""
     from train.__main__ import main
 

@@ -108,9 +108,8 @@ def train_command(args) -> None:
     records = read_log(args.out / "log.jsonl")
     if progress["best"] == -math.inf:  # the trainer writes best/ only for an evaluation above -inf
         fail(f"no evaluation met --select-floor {config.select_floor}: nothing was kept in best/ to fit")
-    evals = evaluations(records)
-    start = evals[0] if evals[0]["step"] == 0 else None
-    best = max(evals, key=lambda r: selection_value(r, config.select_on, config.select_floor, start))
+    start = progress.get("start")  # the step-0 evaluation's selection metrics, kept in the trainer's state
+    best = max(evaluations(records), key=lambda r: selection_value(r, config.select_on, config.select_floor, start))
     accelerator = trainer.accelerator
     hardware = machine_description(accelerator.device)
     compute = compute_description(
