@@ -92,6 +92,49 @@ def test_the_density_term_equals_a_float64_reference(backbone, start, tmp_path, 
     np.testing.assert_allclose(golds.double().numpy(), features[::group], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("anchor_negatives", [False, True])
+def test_the_anchor_holds_the_golds_or_also_the_negatives_a_float64_reference(
+    backbone, start, tmp_path, anchor_negatives
+):
+    """The drift is the mean Mahalanobis length, under the bank's shrunk Gaussian, of each held feature's
+    move from the starting model's: the golds', and with --anchor-negatives the cross-entropy negatives'
+    too (never the copies'). The model is moved off its anchor first, so that the drift is not 0."""
+    train, valid = dialogue_data()
+    config = density_config(backbone, start, anchor_negatives=anchor_negatives)
+    trainer = Trainer(config, train, valid, tmp_path)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for parameter in trainer.model.encoder.parameters():
+            parameter.add_(0.05 * torch.randn(parameter.shape, generator=generator))
+    rows = [0, 1, 2, 3]
+    drawn, copies = trainer._draw(rows, epoch=0), draw_copies(train, rows, trainer.config, epoch=0)
+    contexts = [train.contexts[i] for i in rows]
+    candidates = [[train.responses[i], *(t for _, t in drawn[i]), *(t for _, t in copies[i])] for i in rows]
+    kinds = [[k for k, _ in drawn[i]] + [k for k, _ in copies[i]] for i in rows]
+    trainer.model.eval()
+    group, held = len(candidates[0]), (4 if anchor_negatives else 1)  # gold + 3 negatives + 2 copies
+    # the anchor reads the held candidates alone: with fewer blocks, less of a long context is cut
+    alone = _encode_groups(trainer.tokenizer, trainer.config, contexts, [row[:held] for row in candidates])
+    with torch.no_grad():
+        drift = trainer._micro_batch_loss(contexts, candidates, kinds)[4]
+        now = trainer.model(_encode_groups(trainer.tokenizer, trainer.config, contexts, candidates))[0]
+        with trainer.accelerator.autocast():  # as the run reads it (bf16 on a CPU that has it)
+            then = trainer.density_term.anchor(alone)[0].double().numpy()
+    bank = trainer.density_term.bank.features.double().numpy()
+    covariance = np.cov(bank, rowvar=False, bias=True)
+    precision = np.linalg.inv(0.9 * covariance + 0.1 * np.trace(covariance) / bank.shape[1] * np.eye(bank.shape[1]))
+    index = [g * group + j for g in range(4) for j in range(held)]
+    moves = now.double().numpy()[index] - then
+    expected = np.mean(np.sqrt(np.einsum("nd,de,ne->n", moves, precision, moves)))
+    assert expected > 0.1
+    assert drift.item() == pytest.approx(expected, rel=1e-4)
+
+
+def test_anchor_negatives_needs_an_anchor(backbone, start):
+    with pytest.raises(ValueError, match="needs --anchor-weight > 0"):
+        density_config(backbone, start, anchor_negatives=True, anchor_weight=0.0)
+
+
 def test_a_density_run_logs_its_parts_and_resumes_to_the_same_weights(backbone, start, tmp_path):
     train, valid = dialogue_data()
     config = density_config(backbone, start)

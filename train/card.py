@@ -126,7 +126,8 @@ def _density_term_description(config) -> str:
         return ""
     a = config.bank_shrinkage
     anchor = (
-        f", plus {config.anchor_weight:g} x the Mahalanobis drift of the golds from the starting model's features"
+        f", plus {config.anchor_weight:g} x the Mahalanobis drift of the golds"
+        f"{' and of the cross-entropy negatives' if config.anchor_negatives else ''} from the starting model's features"
         if config.anchor_weight
         else ""
     )

@@ -109,6 +109,7 @@ class TrainConfig:
     bank_size: int = DEFAULT_BANK_SIZE
     bank_shrinkage: float = DEFAULT_SHRINKAGE
     anchor_weight: float = 1.0  # drift of the golds from the starting model's features (needs init_from)
+    anchor_negatives: bool = False  # the drift also of the cross-entropy's negatives, not only of the golds
 
     def __post_init__(self):
         if isinstance(self.pair_format, dict):  # as read back from trainer_state.json
@@ -146,6 +147,8 @@ class TrainConfig:
                     "the density term's anchor (--anchor-weight, default 1) needs --init-from, the model whose "
                     "features the golds stay near; or give --anchor-weight 0"
                 )
+            if self.anchor_negatives and not self.anchor_weight:
+                raise ValueError("--anchor-negatives widens the anchor's drift term; it needs --anchor-weight > 0")
             if self.density_copies < 1:
                 raise ValueError(f"density_copies must be >= 1 with a density term, got {self.density_copies}")
             if self.bank_size < 2 or not 0 < self.bank_shrinkage <= 1:
@@ -227,24 +230,25 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     )
 
 
-def init_from_pair_format(directory: str) -> PairFormat:
-    """The pair format of the DEnsity checkpoint ``directory`` (``--init-from``; ``default``: the bundled
-    release), which the run must keep; a ValueError names the folder or file."""
+def init_from_pair_format(directory: str, flag: str = "--init-from") -> PairFormat:
+    """The pair format of the DEnsity checkpoint ``directory`` (given as ``flag``; ``default``: the
+    bundled release), which the run must keep; a ValueError names the folder or file."""
     from density_metric.checkpoint_format import CONFIG_FILE, DensityConfig
     from density_metric.errors import CheckpointError
 
     path = Path(directory) / CONFIG_FILE
     if not path.is_file():
-        raise ValueError(f"--init-from {directory}: no {CONFIG_FILE}; give a DEnsity checkpoint folder")
+        raise ValueError(f"{flag} {directory}: no {CONFIG_FILE}; give a DEnsity checkpoint folder")
     try:
         return DensityConfig.from_file(path).pair_format
     except CheckpointError as err:
-        raise ValueError(f"--init-from: {err}") from None
+        raise ValueError(f"{flag}: {err}") from None
 
 
-def pair_format_from(args, checkpoint: PairFormat | None = None) -> PairFormat:
+def pair_format_from(args, checkpoint: PairFormat | None = None, flag: str = "--init-from") -> PairFormat:
     """The PairFormat of the pair-format flags (a flag not given: the default, or ``checkpoint``'s
-    value); a ValueError names a flag that contradicts ``checkpoint``, or a broken bound."""
+    value, the format of the folder given as ``flag``); a ValueError names a flag that contradicts
+    ``checkpoint``, or a broken bound."""
     base = checkpoint or PairFormat()
     values = {name: getattr(args, name) for name in _PAIR_FORMAT_FIELDS}
     if checkpoint is not None:
@@ -254,7 +258,7 @@ def pair_format_from(args, checkpoint: PairFormat | None = None) -> PairFormat:
             if value is not None and value != getattr(checkpoint, name)
         ]
         if clashes:
-            raise ValueError(f"--init-from keeps the checkpoint's pair format; drop {', '.join(clashes)}")
+            raise ValueError(f"{flag} keeps the checkpoint's pair format; drop {', '.join(clashes)}")
     return PairFormat(**{name: getattr(base, name) if value is None else value for name, value in values.items()})
 
 
@@ -482,6 +486,11 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=1.0,
         help="weight of the golds' Mahalanobis drift from the --init-from model (default 1; 0: none)",
+    )
+    density.add_argument(
+        "--anchor-negatives",
+        action="store_true",
+        help="hold the cross-entropy's negatives near the --init-from model's features too, not only the golds",
     )
     speed = parser.add_argument_group("speed")
     speed.add_argument(

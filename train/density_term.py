@@ -28,7 +28,9 @@ every gold in the bank (``against="bank"``, :func:`bank_margin_loss`):
 a hinge form of 1 - AUC (the bank's distances are constants: only the copy moves), whose pull on
 a copy falls with the share of golds it already lies beyond. :func:`anchor_loss` keeps
 the golds near where the starting model put them (QuantiDCE, Ye et al. 2021, guards a trained
-metric the same way), measured in the bank's metric so that its scale matches the margin's.
+metric the same way), measured in the bank's metric so that its scale matches the margin's;
+with ``anchor_negatives`` it holds the cross-entropy's negatives too, so that replies that are
+neither golds nor copies (as most rated system replies are) keep their place.
 
 The bank's statistics are constants for the gradient; distances carry it through the features.
 Compute the features of this term without dropout: dropout alone moves a feature by about a
@@ -177,7 +179,8 @@ def bank_margin_loss(
 def anchor_loss(features: torch.Tensor, anchor: torch.Tensor, precision: torch.Tensor) -> torch.Tensor:
     """Mean Mahalanobis length, under ``precision``, of each feature's drift from its anchor.
 
-    features: (B, d) the golds' features now; anchor: (B, d) the starting model's (no gradient).
+    features: (A, d) the held features now (the golds; with ``--anchor-negatives`` also the
+    cross-entropy's negatives); anchor: (A, d) the starting model's (no gradient).
     """
     return mahalanobis_distance(features - anchor.detach().to(features.dtype), 0.0, precision).mean()
 
@@ -224,9 +227,11 @@ class DensityTerm:
         copies: torch.Tensor,
         anchor_features: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
+        anchored: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(weighted total, margin part, drift part). gold: (B, d); copies: (B, M, d); anchor_features:
-        (B, d); mask: (B, M) bool, the copies the margin counts (:func:`margin_loss`)."""
+        """(weighted total, margin part, drift part). gold: (B, d); copies: (B, M, d); mask: (B, M) bool,
+        the copies the margin counts (:func:`margin_loss`); anchored: (A, d) the features the anchor
+        holds (default ``gold``), and anchor_features: (A, d) where the starting model put them."""
         mean, precision = self.bank.gaussian()
         batch, copies_per_context, dim = copies.shape
         copy_distance = mahalanobis_distance(copies.reshape(-1, dim), mean, precision).view(batch, copies_per_context)
@@ -236,7 +241,7 @@ class DensityTerm:
             margin = margin_loss(mahalanobis_distance(gold, mean, precision), copy_distance, self.margin, mask)
         drift = torch.zeros((), device=gold.device)
         if anchor_features is not None and self.anchor_weight:
-            drift = anchor_loss(gold, anchor_features, precision)
+            drift = anchor_loss(gold if anchored is None else anchored, anchor_features, precision)
         return self.weight * margin + self.anchor_weight * drift, margin, drift
 
     def push(self, gold: torch.Tensor) -> None:

@@ -267,16 +267,18 @@ class Trainer:
         golds = features.view(len(contexts), group_size, -1)[:, 0]
         margin = drift = torch.zeros((), device=device)
         if self.density_term is not None:
-            anchor_features = None
-            if self.density_term.anchor is not None:
-                alone = _encode_groups(self.tokenizer, config, contexts, [group[:1] for group in candidates])
+            anchored = anchor_features = None
+            if self.density_term.anchor is not None:  # the golds (and the negatives) as the start saw them
+                held = selection if config.anchor_negatives else 1
+                alone = _encode_groups(self.tokenizer, config, contexts, [group[:held] for group in candidates])
                 with torch.no_grad(), self.accelerator.autocast():
                     anchor_features, _ = self.density_term.anchor({k: v.to(device) for k, v in alone.items()})
+                anchored = features.view(len(contexts), group_size, -1)[:, :held].reshape(-1, features.shape[-1])
             copies = features.view(len(contexts), group_size, -1)[:, selection:]
             real = torch.tensor(
                 [[kind != "random" for kind in row[config.negatives :]] for row in kinds], device=device
             )
-            term, margin, drift = self.density_term.loss(golds, copies, anchor_features, real)
+            term, margin, drift = self.density_term.loss(golds, copies, anchor_features, real, anchored)
             loss = loss + term
         return loss, ce, contrastive, margin, drift, golds.detach()
 

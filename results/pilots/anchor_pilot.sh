@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The anchor pilot of issue 31 (plan and reading rule: results/pilots/anchor/PLAN.md): three arms fine-tuned from
 # the bundled last-turn-copies release at equal steps, one after the other, alone on the CPU, with the last-turn
-# chain's recipe, seeds and data order; only --anchor-weight differs (c: 1, the chain's; a3: 3; a10: 10).
+# chain's recipe, seeds and data order; only the anchor differs (c: weight 1, the chain's; a3: 3; a10: 10; n, added
+# later: weight 1 holding the random negatives too, --anchor-negatives).
 # Rerunning resumes or skips an arm. Usage: bash results/pilots/anchor_pilot.sh [ARM ...]   (default: c a3 a10)
 set -euo pipefail
 STEPS=${STEPS:-400}
@@ -13,7 +14,8 @@ COMMON=(--corpus dailydialog --data-dir ../shared/data/dailydialog --init-from d
   --mixed-precision no --save-every 50 --fit-pairs 2000 --max-minutes "${MINUTES:-20}"
   --negatives 4 --contrastive-weight 0 --no-dropout --density-weight 1 --density-margin 3
   --bank-size 2048 --bank-shrinkage 0.1 --density-copies 4 --copy-mix echo:1,speaker:2)
-declare -A ARM=([c]="--anchor-weight 1" [a3]="--anchor-weight 3" [a10]="--anchor-weight 10")
+declare -A ARM=([c]="--anchor-weight 1" [a3]="--anchor-weight 3" [a10]="--anchor-weight 10"
+  [n]="--anchor-weight 1 --anchor-negatives")
 for name in ${@:-c a3 a10}; do
   out=runs/pilot-anchor/$name
   mkdir -p "$out" "results/pilots/anchor/$name"
@@ -24,5 +26,5 @@ for name in ${@:-c a3 a10}; do
   fi
   cp "$out/log.jsonl" "results/pilots/anchor/$name/log.jsonl"
 done
-python -m benchmarks.pilot_table results/pilots/anchor --arms c a3 a10 \
+python -m benchmarks.pilot_table results/pilots/anchor --arms c a3 a10 n \
   --title "Anchor pilot (issue 31): the evaluation at step 400 of each arm"
