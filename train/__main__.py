@@ -2,6 +2,7 @@
 
 python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog --backbone minilm --out runs/dd
 python -m train fit --data-dir ../shared/data/dailydialog --encoder minilm --reference-package --out DIR
+python -m train interpolate density_metric/default runs/dd/checkpoint --weight 0.5 --out runs/mid
 python -m train push runs/dd/checkpoint org/density-dailydialog
 python -m train calibrate default --ratings ratings.jsonl --out runs/rated
 
@@ -17,6 +18,7 @@ import sys
 
 from .calibrate import add_calibrate_arguments, calibrate_command
 from .fit import add_fit_arguments, fit_command
+from .interpolate import add_interpolate_arguments, interpolate_command
 from .push import add_push_arguments, push_command
 from .retrieval import add_retrieval_index_arguments, retrieval_index_command
 from .run import add_train_arguments, train_command
@@ -34,6 +36,12 @@ COMMANDS = (
         "fit the Gaussian on a corpus's gold pairs with an encoder and write a checkpoint",
         add_fit_arguments,
         fit_command,
+    ),
+    (
+        "interpolate",
+        "average two checkpoints' encoders and heads weight by weight (WiSE-FT), to fit with `fit --encoder`",
+        add_interpolate_arguments,
+        interpolate_command,
     ),
     (
         "calibrate",

@@ -11,12 +11,12 @@ from pathlib import Path
 
 from safetensors.numpy import load_file, save_file
 
-from density_metric.checkpoint_format import HEAD_FILE, DensityConfig, load_head, save_checkpoint
+from density_metric.checkpoint_format import CONFIG_FILE, HEAD_FILE, DensityConfig, load_head, save_checkpoint
 from density_metric.errors import fail
 from density_metric.features import Encoder
 from density_metric.gaussian import ESTIMATORS, GaussianAccumulator, GaussianStats
 
-from .config import add_pair_format_arguments, pair_format_from
+from .config import add_pair_format_arguments, init_from_pair_format, pair_format_from
 from .corpora import add_corpus_arguments, load_corpus
 from .model import BACKBONE_ALIASES, backbone_path
 
@@ -180,8 +180,13 @@ def fit_command(args) -> None:
             f"so it needs --encoder minilm, not {args.encoder!r}"
         )
     try:
+        # an encoder folder with a density_config.json (a checkpoint, `train interpolate`'s output)
+        # brings its pair format, which the flags may repeat but not contradict
+        stored = (Path(backbone_path(args.encoder)) / CONFIG_FILE).is_file()
         config = DensityConfig(
-            pair_format=pair_format_from(args),
+            pair_format=pair_format_from(
+                args, init_from_pair_format(args.encoder, "--encoder") if stored else None, "--encoder"
+            ),
             encoder_package=BACKBONE_ALIASES["minilm"] if args.reference_package else None,
             name=args.name,
         )
