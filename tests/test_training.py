@@ -342,6 +342,49 @@ def test_epoch_batches_are_todays_slices_without_buckets_and_length_sorted_windo
     assert np.array_equal(bucketed, epoch_batches(n, size, seed, lengths, bucket_batches=4))
 
 
+def test_epoch_batches_give_every_batch_its_pool_rows_in_their_last_places():
+    from train.data import epoch_batches
+
+    n, size, seed, pool = 103, 8, 7, np.array([5, 17, 40])
+    plain, pooled = epoch_batches(n, size, seed), epoch_batches(n, size, seed, pool=pool, pool_rows=2)
+    assert pooled.shape == plain.shape == (n // size, size)
+    np.testing.assert_array_equal(pooled[:, :6], plain[:, :6])  # the plain shuffle, cut short
+    picks = pooled[:, 6:].flatten()
+    assert set(picks) == set(pool.tolist())  # 24 places from 3 rows: the pool repeats
+    assert np.bincount(picks, minlength=41)[pool].tolist() == [8, 8, 8]  # in whole rounds of its shuffle
+    np.testing.assert_array_equal(pooled, epoch_batches(n, size, seed, pool=pool, pool_rows=2))
+    with pytest.raises(ValueError, match="pool_rows must be in"):
+        epoch_batches(n, size, seed, pool=pool, pool_rows=8)
+
+
+def test_overlap_rows_draws_from_golds_that_reuse_the_last_turns_words(backbone, tmp_path):
+    """The pool is every training pair whose gold has >= 30 % of its words in the last context turn, found
+    here by a plain loop over the pairs."""
+    from train.data import SelectionData
+    from train.loop import Trainer
+
+    _, valid = data()
+    rng = np.random.default_rng(3)
+    turns = [
+        " ".join(rng.choice(["hi", "how", "are", "you", "fine", "good", "day", "nice", "what"], 4)) for _ in range(40)
+    ]
+    train = SelectionData.from_pairs([[t] for t in turns[:20]], turns[20:])  # overlaps of 0 to 1
+    with pytest.raises(ValueError, match="needs --density-weight"):
+        config_for(backbone, overlap_rows=1)
+    config = config_for(backbone, overlap_rows=1, density_weight=1.0, anchor_weight=0.0, dropout=False)
+    trainer = Trainer(config, train, valid, tmp_path)
+    expected = []
+    for row, (context, gold) in enumerate(zip(train.contexts, train.responses)):
+        words = [w.strip(".,?!'").lower() for w in gold.split()]
+        words = [w for w in words if w]
+        last = {w.strip(".,?!'").lower() for w in context[-1].split()}
+        if words and sum(w in last for w in words) / len(words) >= 0.3:
+            expected.append(row)
+    assert 0 < len(expected) < len(train)
+    assert trainer.overlap_pool.tolist() == expected
+    assert trainer.train(stop_after_steps=1)["global_step"] == 1
+
+
 def test_attention_dropout_option_sets_every_self_attention(backbone):
     from train.model import DensityModel, set_attention_dropout
 

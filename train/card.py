@@ -11,6 +11,7 @@ from density_metric.errors import fail
 
 from .model import BACKBONE_HUB_IDS
 from .selection import describe as describe_selection
+from .validation import OVERLAP_MIN
 
 
 def _card_folder() -> Path:
@@ -139,6 +140,12 @@ def _density_term_description(config) -> str:
         f"distance to the mean and the shrunk covariance {1 - a:g} S + {a:g} tr(S)/d I of the last "
         f"{config.bank_size:,} gold features (a bank renewed every step): copies of the context must lie "
         f"farther from the human Gaussian than golds{anchor}; every dropout off."
+        + (
+            f" {config.overlap_rows} of each batch's {config.batch_size} contexts were drawn from the pairs whose "
+            f"gold shares at least {OVERLAP_MIN:.0%} of its words with the last context turn."
+            if config.overlap_rows
+            else ""
+        )
     )
 
 

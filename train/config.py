@@ -110,6 +110,9 @@ class TrainConfig:
     bank_shrinkage: float = DEFAULT_SHRINKAGE
     anchor_weight: float = 1.0  # drift of the golds from the starting model's features (needs init_from)
     anchor_negatives: bool = False  # the drift also of the cross-entropy's negatives, not only of the golds
+    # contexts per micro-batch drawn from the pairs whose gold shares >= OVERLAP_MIN of its words with the
+    # last context turn (replies that reuse the question's words, which people do not punish); 0: none
+    overlap_rows: int = 0
 
     def __post_init__(self):
         if isinstance(self.pair_format, dict):  # as read back from trainer_state.json
@@ -126,6 +129,10 @@ class TrainConfig:
             raise ValueError(f"hard_negatives_after must be >= 0, got {self.hard_negatives_after}")
         if self.evals_per_epoch < 1:
             raise ValueError(f"evals_per_epoch must be >= 1, got {self.evals_per_epoch}")
+        if not 0 <= self.overlap_rows < self.batch_size:
+            raise ValueError(f"overlap_rows must be in [0, --batch-size {self.batch_size}), got {self.overlap_rows}")
+        if self.overlap_rows and not self.density_weight:
+            raise ValueError("--overlap-rows chooses golds for the density term; it needs --density-weight")
         if self.length_buckets < 0:
             raise ValueError(f"length_buckets must be >= 0, got {self.length_buckets}")
         if self.attention_dropout is not None and not 0 <= self.attention_dropout < 1:
@@ -486,6 +493,13 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=1.0,
         help="weight of the golds' Mahalanobis drift from the --init-from model (default 1; 0: none)",
+    )
+    density.add_argument(
+        "--overlap-rows",
+        type=int,
+        default=0,
+        help="contexts of each micro-batch drawn from pairs whose gold shares at least 30%% of its words with "
+        "the last context turn (default 0: the plain shuffle)",
     )
     density.add_argument(
         "--anchor-negatives",

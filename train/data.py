@@ -113,9 +113,19 @@ def epoch_negatives(data: SelectionData, n: int, seed: int, epoch: int, resample
 
 
 def epoch_batches(
-    n: int, batch_size: int, seed: int, lengths: np.ndarray | None = None, bucket_batches: int = 0
+    n: int,
+    batch_size: int,
+    seed: int,
+    lengths: np.ndarray | None = None,
+    bucket_batches: int = 0,
+    pool: np.ndarray | None = None,
+    pool_rows: int = 0,
 ) -> np.ndarray:
     """The epoch's micro-batches of row indices, (n // batch_size, batch_size): a seeded shuffle.
+
+    With ``pool`` (row indices) and ``pool_rows`` > 0, the last ``pool_rows`` places of every batch
+    hold rows of ``pool`` instead, in a shuffle of their own (``[seed, 2]``; the pool repeats when the
+    epoch needs more than it has), so that every batch has that many of them.
 
     With ``bucket_batches``, each window of that many batches of the shuffle is sorted by
     ``lengths`` (n,) before it is cut into batches, and the batches are then shuffled, so a batch
@@ -134,4 +144,10 @@ def epoch_batches(
             ]
         )
     batches = order.reshape(-1, batch_size)
-    return batches[rng.permutation(len(batches))] if bucket_batches else batches
+    batches = batches[rng.permutation(len(batches))] if bucket_batches else batches
+    if pool is not None and pool_rows:
+        if not 0 < pool_rows < batch_size or not len(pool):
+            raise ValueError(f"pool_rows must be in (0, {batch_size}) and the pool not empty, got {pool_rows}")
+        picks = np.resize(np.random.default_rng([seed, 2]).permutation(pool), len(batches) * pool_rows)
+        batches = np.concatenate([batches[:, : batch_size - pool_rows], picks.reshape(-1, pool_rows)], axis=1)
+    return batches

@@ -56,7 +56,7 @@ from .state import (
     save_optimizer,
     write_trainer_state,
 )
-from .validation import DevJudgments, auc, last_turn_overlap, pearson, spearman
+from .validation import OVERLAP_MIN, DevJudgments, auc, last_turn_overlap, pearson, spearman
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +112,13 @@ class Trainer:
             set_attention_dropout(model.encoder, config.attention_dropout)
         if not config.dropout:
             set_dropout(model.encoder, 0.0)
-        self.context_lengths = None
+        self.context_lengths = self.overlap_pool = None
+        if config.overlap_rows:  # golds that reuse the last turn's words, as people's good replies often do
+            self.overlap_pool = np.flatnonzero(last_turn_overlap(train.contexts, train.responses) >= OVERLAP_MIN)
+            if not len(self.overlap_pool):
+                raise ValueError(
+                    f"--overlap-rows: no training gold shares {OVERLAP_MIN:.0%} of its words with its last turn"
+                )
         if config.length_buckets:
             joined = [join_context(turns, config.pair_format.turn_separator) for turns in train.contexts]
             tokens = self.tokenizer(joined, add_special_tokens=False, verbose=False)["input_ids"]
@@ -298,6 +304,8 @@ class Trainer:
                 config.seed + epoch,
                 self.context_lengths,
                 config.length_buckets,
+                self.overlap_pool,
+                config.overlap_rows,
             )
             negatives = None
             if self.mix.random_only:  # the authors' way: one table for the epoch (or the whole run)

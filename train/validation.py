@@ -66,6 +66,9 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float:
 _WORD = re.compile(r"\w+")
 
 
+OVERLAP_MIN = 0.3  # a gold "reuses the last turn" (--overlap-rows) from this share of its words on
+
+
 def last_turn_overlap(contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> np.ndarray:
     """Share of each reply's words (lowercased ``\\w+`` runs) that occur in its context's last turn,
     (n,) float64 in [0, 1]; 0 for a reply without words or an empty context."""
