@@ -31,6 +31,7 @@ for name, path in [
     ("chain", "runs/last-turn-chain/checkpoint"),
     ("anchor-n", "runs/pilot-anchor/n/checkpoint"),
     ("anchor-c", "runs/pilot-anchor/c/checkpoint"),
+    ("anchor-o", "runs/pilot-anchor/o/checkpoint"),
 ]:
     s = DensityScorer(path, device="cpu", dtype="float32").score(dev.contexts, dev.responses)
     s = np.asarray(s.scores, dtype=np.float64)
@@ -41,7 +42,7 @@ for name, path in [
 print(
     f"people: overlap {100 * spearmanr(h, o)[0]:.2f}; rows with overlap > 0: {(o > 0).sum()}, >= 0.5: {(o >= 0.5).sum()}"
 )
-for name in ("chain", "anchor-n", "anchor-c"):
+for name in ("chain", "anchor-n", "anchor-c", "anchor-o"):
     d = rankdata(scores[name]) - rankdata(scores["bundled"])
     print(
         f"{name}: rank change vs bundled: Spearman with overlap {100 * spearmanr(d, o)[0]:.1f}, with human {100 * spearmanr(d, h)[0]:.1f}"
