@@ -47,7 +47,15 @@ def interpolate(start: Path, end: Path, weight: float, out: Path) -> dict:
     if ours.keys() != theirs.keys() or any(ours[name].shape != theirs[name].shape for name in ours):
         differ = sorted(set(ours) ^ set(theirs)) or [n for n in ours if ours[n].shape != theirs[n].shape]
         raise ValueError(f"{start} and {end} have different encoder tensors ({', '.join(differ[:3])}, ...)")
-    model.load_state_dict({name: torch.lerp(ours[name].float(), theirs[name].float(), weight) for name in ours})
+    differ = [name for name in ours if not ours[name].is_floating_point() and not torch.equal(ours[name], theirs[name])]
+    if differ:
+        raise ValueError(f"{start} and {end} have different integer buffers ({', '.join(differ[:3])})")
+    model.load_state_dict(
+        {
+            name: torch.lerp(t.float(), theirs[name].float(), weight) if t.is_floating_point() else t
+            for name, t in ours.items()
+        }
+    )
     heads = [load_head(path / HEAD_FILE, model.config.hidden_size) for path in (start, end)]
     if any(head is None for head in heads):
         raise ValueError(f"{start if heads[0] is None else end}: no {HEAD_FILE}; give DEnsity checkpoints")
