@@ -123,6 +123,11 @@ class DensityConfig:
     def from_file(cls, path: Path) -> DensityConfig:
         return cls.from_dict(read_json(path), path)
 
+    def write(self, path: os.PathLike | str) -> None:
+        """Validate and write this config as ``density_config.json`` at ``path``."""
+        DensityConfig.from_dict(self.to_dict(), path)
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+
     def to_dict(self) -> dict:
         return {
             **self.pair_format.to_dict(),
@@ -400,7 +405,7 @@ def save_checkpoint(
     save_gaussian(directory / GAUSSIAN_FILE, stats, fingerprint)
     if head is not None:
         save_head(directory / HEAD_FILE, *head)
-    (directory / CONFIG_FILE).write_text(json.dumps(config.to_dict(), indent=2) + "\n", encoding="utf-8")
+    config.write(directory / CONFIG_FILE)
     if card is not None:
         (directory / CARD_FILE).write_text(card, encoding="utf-8")
     return directory

@@ -24,6 +24,7 @@ from .density_term import (
 from .losses import CONTRASTIVE_AVERAGES
 from .negatives import GOLD_KINDS, KINDS, NegativeMix
 from .selection import parse_floor, required_metrics
+from .validation import OVERLAP_MIN
 
 # Flags of `python -m train train` that a resumed run may change: they set how fast or how long the
 # run goes, or act after the loop (the final fit and the card), so the trained weights stay those of
@@ -498,7 +499,7 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
         "--overlap-rows",
         type=int,
         default=0,
-        help="contexts of each micro-batch drawn from pairs whose gold shares at least 30%% of its words with "
+        help=f"contexts of each micro-batch drawn from pairs whose gold shares at least {OVERLAP_MIN:.0%}% of its words with "
         "the last context turn (default 0: the plain shuffle)",
     )
     density.add_argument(

@@ -68,7 +68,7 @@ def interpolate(start: Path, end: Path, weight: float, out: Path) -> dict:
     save_head(out / HEAD_FILE, (1 - weight) * np.asarray(w0) + weight * np.asarray(w1), (1 - weight) * b0 + weight * b1)
     name = DensityConfig.from_file(end / CONFIG_FILE).name
     config = DensityConfig(pair_format=formats[start], name=name)
-    (out / CONFIG_FILE).write_text(json.dumps(config.to_dict(), indent=2) + "\n", encoding="utf-8")
+    config.write(out / CONFIG_FILE)
     return {"start": str(start), "end": str(end), "weight": weight, "out": str(out)}
 
 
