@@ -71,7 +71,8 @@ def read_arm(folder: Path) -> dict:
     if not steps or not evals:
         raise ValueError(f"{folder / 'log.jsonl'}: needs train and eval records, has {len(steps)} and {len(evals)}")
     last = evals[-1]
-    seconds = training_seconds(steps)
+    # elapsed counts the evaluations logged before the last step (an --eval-at-start one included); not training
+    seconds = training_seconds(steps) - sum(r.get("seconds", 0.0) for r in evals if r["step"] < steps[-1]["step"])
     arm = {
         "steps": steps[-1]["step"],
         "train minutes": seconds / 60,

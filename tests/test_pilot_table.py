@@ -50,6 +50,19 @@ def test_table_has_one_column_per_arm(tmp_path, capsys):
     assert "| zhao_dev_spearman | 30 | 35 |" in text
 
 
+def test_training_time_leaves_out_the_evaluations_before_the_last_step(tmp_path):
+    # a judged checkpoint (results/pilots/judge_at_start.sh): 530 s of evaluation at step 0, then one 10 s step
+    (tmp_path / "a").mkdir()
+    records = [
+        {"type": "eval", "epoch": 0, "step": 0, "seconds": 530.0, "recall_at_1": 0.5},
+        {"type": "train", "epoch": 0, "step": 1, "loss": 1.0, "lr": 1e-5, "elapsed": 540.0},
+    ]
+    (tmp_path / "a" / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    arm = read_arm(tmp_path / "a")
+    assert arm["train minutes"] == pytest.approx(10 / 60)
+    assert arm["eval minutes"] == pytest.approx(530 / 60)
+
+
 def test_an_arm_without_evaluation_is_refused(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "log.jsonl").write_text(json.dumps({"type": "train", "step": 1, "loss": 1.0}) + "\n")

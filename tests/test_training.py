@@ -418,6 +418,8 @@ def test_trainer_logs_per_kind_aucs_and_dev_correlations_twice_per_epoch(backbon
         assert 0 <= evals[0][f"auc_f/{kind}"] <= 1 and 0 <= evals[0][f"auc_density/{kind}"] <= 1
     assert "auc_f/retrieved" not in evals[0]  # no index was given
     assert all(-100 <= record["toy_dev_spearman"] <= 100 for record in evals)
+    # every toy reply is a permutation of its last turn: overlap 1 throughout, no rank correlation to report
+    assert all(np.isnan(record["gold_overlap_spearman"]) for record in evals)
     assert progress["best"] == max((r["auc_density/echo"] + r["auc_density/random"]) / 2 for r in evals)
     assert (tmp_path / "run" / "best" / "model.safetensors").is_file()
 

@@ -175,6 +175,7 @@ class Trainer:
         names = ["recall_at_1", "mrr"]
         if self.accelerator.num_processes == 1:
             names += [f"auc_{by}/{kind}" for kind in self.valid_kinds for by in ("f", "density")]
+            names += ["gold_overlap_spearman"] if self.valid_kinds else []
             if self.dev is not None:
                 suffixes = ("pearson", "spearman", "overlap_spearman", "human_overlap_spearman")
                 names += [f"{self.dev.name}_{suffix}" for suffix in suffixes]
@@ -470,6 +471,9 @@ class Trainer:
             for column, kind in enumerate(kinds, start=1):
                 metrics[f"auc_f/{kind}"] = auc(logits[:, 0], logits[:, column])
                 metrics[f"auc_density/{kind}"] = auc(scores[:, 0], scores[:, column])
+            metrics["gold_overlap_spearman"] = 100 * spearman(
+                scores[:, 0], last_turn_overlap(data.contexts, data.responses)
+            )
         if self.dev is not None:
             features, _ = self._outputs(self.dev.contexts, [[response] for response in self.dev.responses])
             scores = -stats.distances(features)

@@ -6,7 +6,10 @@ After every evaluation, on the validation split (its first ``valid_limit`` pairs
 - ``auc_f/<kind>`` and ``auc_density/<kind>``: for each negative kind, the probability that the
   gold outscores that kind's negative of the same context (one fixed negative per pair,
   ``train.negatives.validation_candidates``), by the classifier f(c, r) and by DEnsity's
-  -distance. The distance needs a Gaussian: it is fitted afresh at each evaluation to the current
+  -distance; beside them ``gold_overlap_spearman``: how DEnsity's score of the validation golds
+  follows their word overlap with the last context turn (:func:`last_turn_overlap`), a check
+  without human ratings that copy robustness is not bought by sinking human replies that reuse
+  the last turn's words. The distance needs a Gaussian: it is fitted afresh at each evaluation to the current
   encoder's features of ``valid_fit_pairs`` training gold pairs (a fixed seeded sample), not the
   whole corpus, so these AUCs are for comparing checkpoints, not the released statistics;
 - ``dev_pearson`` and ``dev_spearman`` (x100), if human judgments are given: DEnsity's -distance
