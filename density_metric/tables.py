@@ -38,7 +38,7 @@ before any scoring. Values, by format:
 - ``jsonl``: as JSON; what JSON cannot hold as null (NaN, infinities) or as its ``str`` (dates or
   bytes from parquet); a lone surrogate (``"\ud800"`` in a JSON input: a bad row) as JSON's escape;
 - ``csv``: lists and dicts as JSON text (a context ``["Hi", "How are you?"]`` reads back as
-  that list), None as an empty field, anything else as its ``str``; a lone surrogate in a string
+  that list), None, NaN and infinities as an empty field, anything else as its ``str``; a lone surrogate in a string
   as U+FFFD (UTF-8 cannot hold it);
 - ``parquet``: one type a column, from all rows. A column of strings and lists of strings
   (contexts given both ways) is written as lists: a string ``s`` as ``[s]``, the one turn it
@@ -377,7 +377,10 @@ def _without_surrogates(value: Any) -> Any:
 
 
 def _csv_cell(value: Any) -> Any:
-    """One CSV field: lists and dicts as JSON text, strings without lone surrogates, anything else as it is."""
+    """One CSV field: lists and dicts as JSON text, strings without lone surrogates, NaN and infinities empty
+    (as None, and as jsonl's null), anything else as it is."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     if isinstance(value, (list, dict)):
         return _json_text(value)
     if isinstance(value, str):

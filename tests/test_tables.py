@@ -154,6 +154,13 @@ def test_csv_columns_are_the_union_of_keys_first_seen_first(tmp_path):
         assert list(csv.reader(handle)) == [["b", "a", "c"], ["1", "2", ""], ["", "3", "4"]]
 
 
+def test_csv_writes_nan_and_infinities_as_empty_fields_like_none(tmp_path):
+    records = [{"s": float("nan"), "t": float("inf"), "u": -float("inf"), "v": None, "w": 1.5}]
+    write_records(tmp_path / "out.csv", "csv", records)
+    with open(tmp_path / "out.csv", newline="", encoding="utf-8") as handle:
+        assert list(csv.reader(handle)) == [["s", "t", "u", "v", "w"], ["", "", "", "", "1.5"]]
+
+
 def test_score_columns_names_the_output_columns():
     columns = score_columns(fake_scorer(), [["hi"], []], ["abc", ""], field="s")
     assert columns == {"s": [-3.0, -0.0], "s_calibrated": [0.25, 1.0], "s_signature": ["fake", "fake"]}
