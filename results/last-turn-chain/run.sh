@@ -10,11 +10,7 @@
 set -euo pipefail
 : "${STEPS:?steps of 8 contexts}"
 out=runs/last-turn-chain
-mkdir -p "$out/start"
-for file in README.md config.json density_config.json density_gaussian.safetensors density_head.safetensors \
-  model.safetensors tokenizer.json tokenizer_config.json; do
-  [ -f "$out/start/$file" ] || git show "3b29ef3:density_metric/default/$file" > "$out/start/$file"
-done
+bash results/checkout_bundle.sh 3b29ef3 "$out/start"
 if [ ! -f "$out/checkpoint/density_config.json" ]; then
   python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog --init-from "$out/start" \
     --epochs 1 --max-steps-per-epoch "$STEPS" --warmup-steps 30 --lr 2e-5 --batch-size 8 --resample-negatives \
