@@ -7,15 +7,7 @@
 # o6 and o6a2: 6 of the 8 contexts from such golds, anchor weight 1 and 2; o6s44: o6 on another data order).
 # Rerunning resumes or skips an arm. Usage: bash results/pilots/anchor_pilot.sh [ARM ...]   (default: c a3 a10)
 set -euo pipefail
-STEPS=${STEPS:-400}
-COMMON=(--corpus dailydialog --data-dir ../shared/data/dailydialog --init-from density_metric/default
-  --epochs 1 --max-steps-per-epoch "$STEPS" --warmup-steps 30 --lr 2e-5 --batch-size 8 --resample-negatives
-  --seed 43 --negatives-seed 43
-  --valid-limit 500 --valid-negatives 15 --validation-kinds random,echo,speaker,repeat,earlier,span
-  --valid-fit-pairs 3000 --dev-judgments ../shared/data --select-on zhao_dev_spearman --evals-per-epoch 1
-  --mixed-precision no --save-every 50 --fit-pairs 2000 --max-minutes "${MINUTES:-20}"
-  --negatives 4 --contrastive-weight 0 --no-dropout --density-weight 1 --density-margin 3
-  --bank-size 2048 --bank-shrinkage 0.1 --density-copies 4 --copy-mix echo:1,speaker:2)
+source results/pilots/anchor/recipe.sh  # COMMON: every flag the arms share
 declare -A ARM=([c]="--anchor-weight 1" [a3]="--anchor-weight 3" [a10]="--anchor-weight 10"
   [n]="--anchor-weight 1 --anchor-negatives" [o]="--anchor-weight 1 --overlap-rows 4"
   [o3]="--anchor-weight 3 --overlap-rows 4" [o6]="--anchor-weight 1 --overlap-rows 6"

@@ -1,0 +1,13 @@
+# The anchor pilot's recipe: the flags every arm shares (sourced by ../anchor_pilot.sh and
+# ../../link-chain/run.sh). STEPS (default 400) sets the schedule, INIT_FROM (default the bundled release) the start,
+# MINUTES (default 20) the time limit; an arm's own flags follow COMMON, and a repeated flag's last value wins.
+# shellcheck shell=bash disable=SC2034
+STEPS=${STEPS:-400}
+COMMON=(--corpus dailydialog --data-dir ../shared/data/dailydialog --init-from "${INIT_FROM:-density_metric/default}"
+  --epochs 1 --max-steps-per-epoch "$STEPS" --warmup-steps 30 --lr 2e-5 --batch-size 8 --resample-negatives
+  --seed 43 --negatives-seed 43
+  --valid-limit 500 --valid-negatives 15 --validation-kinds random,echo,speaker,repeat,earlier,span
+  --valid-fit-pairs 3000 --dev-judgments ../shared/data --select-on zhao_dev_spearman --evals-per-epoch 1
+  --mixed-precision no --save-every 50 --fit-pairs 2000 --max-minutes "${MINUTES:-20}"
+  --negatives 4 --contrastive-weight 0 --no-dropout --density-weight 1 --density-margin 3
+  --bank-size 2048 --bank-shrinkage 0.1 --density-copies 4 --copy-mix echo:1,speaker:2)
