@@ -11,18 +11,20 @@ deadline=${DEADLINE:-09:00}
 mkdir -p "$out"
 bash results/pilots/anchor_pilot.sh o6 > /dev/null
 prev=runs/pilot-anchor/o6/checkpoint
-mkdir -p "$here/link1" && cp results/pilots/anchor/reeval/o6/log.jsonl "$here/link1/judged.jsonl"
+mkdir -p "$here/judged/start" "$here/judged/link1"
+cp results/pilots/anchor/reeval/start-again/log.jsonl "$here/judged/start/log.jsonl"
+cp results/pilots/anchor/reeval/o6/log.jsonl "$here/judged/link1/log.jsonl"
 judged() {  # the sharper look's numbers of a judged log: dev e random
   python -c "import json, sys
 row = [r for r in map(json.loads, open(sys.argv[1])) if r.get('type') == 'eval'][-1]
 print(row['zhao_dev_spearman'], (row['auc_density/echo'] + row['auc_density/speaker']) / 2, row['auc_density/random'])" "$1"
 }
-read -r _ prev_e _ < <(judged "$here/link1/judged.jsonl")
+read -r _ prev_e _ < <(judged "$here/judged/link1/log.jsonl")
 kept=1
 for k in 2 3 4; do
   if [[ $(date -u +%H:%M) > $deadline ]]; then echo "link $k not started: past $deadline"; break; fi
   seed=$((42 + k)) link=$out/link$k
-  mkdir -p "$link" "$here/link$k"
+  mkdir -p "$link" "$here/link$k" "$here/judged/link$k"
   echo "== link $k from $prev, seed $seed, $(date -u +%H:%M:%S)"
   if [ ! -f "$link/checkpoint/density_config.json" ]; then
     INIT_FROM=$prev STEPS=400 MINUTES=30
@@ -31,11 +33,11 @@ for k in 2 3 4; do
       --out "$link" >> "$link/train.out" 2>> "$link/train.err"
   fi
   cp "$link/log.jsonl" "$here/link$k/log.jsonl"
-  if [ ! -s "$here/link$k/judged.jsonl" ]; then
+  if [ ! -s "$here/judged/link$k/log.jsonl" ]; then
     SEED=43 bash results/pilots/judge_at_start.sh "$link/checkpoint" "$out/judge$k"
-    cp "$out/judge$k/eval/log.jsonl" "$here/link$k/judged.jsonl"
+    cp "$out/judge$k/eval/log.jsonl" "$here/judged/link$k/log.jsonl"
   fi
-  read -r dev e random < <(judged "$here/link$k/judged.jsonl")
+  read -r dev e random < <(judged "$here/judged/link$k/log.jsonl")
   echo "link $k: dev $dev, e $e (link $((k - 1)): $prev_e), random $random"
   if python -c "import sys; d, e, p, r = map(float, sys.argv[1:]); sys.exit(not (d >= 55.44 and e >= p + 0.01 and r >= 0.951))" \
     "$dev" "$e" "$prev_e" "$random"; then
@@ -44,6 +46,8 @@ for k in 2 3 4; do
     echo "link $k fails the rule: the chain ends"; break
   fi
 done
+python -m benchmarks.pilot_table "$here/judged" --arms start $(cd "$here/judged" && ls -d link*) \
+  --title "Link chain (issue 31): each link judged with a Gaussian of 20,000 training golds (seeds 43)"
 echo "== candidate: link $kept ($prev), fit on all training pairs, $(date -u +%H:%M:%S)"
 echo "$kept" > "$here/kept"
 python -m train fit --corpus dailydialog --data-dir ../shared/data/dailydialog --encoder "$prev" \
