@@ -1,0 +1,67 @@
+"""How far apart are two checkpoints on DailyDialog-Zhao's test rows? A paired bootstrap over the rows.
+
+    python results/link-chain/zhao_paired.py bundled=density_metric/default o6=runs/link-chain/candidate \
+        soup=runs/link-chain/soup/candidate > results/link-chain/zhao_paired.md
+
+Scores the `paper` protocol's 640 rows (as benchmarks.human_correlation does: persona/fact lines first, float32 on
+the CPU) with each checkpoint, checks that the correlations reproduce that report's, and resamples the rows 10,000
+times (seed 0), the same rows for every checkpoint: the 95 % interval of each checkpoint's Pearson and Spearman
+minus the first one's. Read-only on the test rows: it decides nothing, it sizes the noise of a floor.
+"""
+
+import sys
+
+import numpy as np
+from scipy.stats import pearsonr, rankdata, spearmanr
+
+from density_metric import DensityScorer
+from train.judgments import apply_protocol, context_of, load_sets
+
+RESAMPLES = 10_000
+
+
+def pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pearson r of each row pair of two (resamples, n) arrays."""
+    x = x - x.mean(axis=1, keepdims=True)
+    y = y - y.mean(axis=1, keepdims=True)
+    return (x * y).sum(axis=1) / np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
+
+
+def main(args: list[str]) -> None:
+    named = dict(arg.split("=", 1) for arg in args)
+    (judgments,) = load_sets("../shared/data", ["dailydialog_zhao"])
+    index, human = apply_protocol(judgments, "paper")
+    rows = [judgments.rows[i] for i in index]
+    contexts, responses = [context_of(row, True) for row in rows], [row["response"] for row in rows]
+    scores = {
+        name: DensityScorer(path, device="cpu", dtype="float32", progress=False).score(contexts, responses).scores
+        for name, path in named.items()
+    }
+    draws = np.random.default_rng(0).integers(0, len(rows), size=(RESAMPLES, len(rows)))
+    human_draws = np.asarray(human, dtype=np.float64)[draws]
+    human_ranks = np.apply_along_axis(rankdata, 1, human_draws)
+    first = next(iter(named))
+    print(f"DailyDialog-Zhao, `paper` protocol, n = {len(rows)}; {RESAMPLES:,} paired resamples of the rows (seed 0)\n")
+    print(f"| checkpoint | Pearson | Spearman | Pearson - {first}, 95 % interval | Spearman - {first}, 95 % interval |")
+    print("| --- | --- | --- | --- | --- |")
+    base = None
+    for name, values in scores.items():
+        values = np.asarray(values, dtype=np.float64)
+        point = 100 * pearsonr(values, human)[0], 100 * spearmanr(values, human)[0]
+        boot = (
+            100 * pearson_rows(values[draws], human_draws),
+            100 * pearson_rows(np.apply_along_axis(rankdata, 1, values[draws]), human_ranks),
+        )
+        if base is None:
+            base, cells = (point, boot), ["–", "–"]
+        else:
+            cells = [
+                f"{point[k] - base[0][k]:+.2f} [{np.percentile(boot[k] - base[1][k], 2.5):+.2f}, "
+                f"{np.percentile(boot[k] - base[1][k], 97.5):+.2f}]"
+                for k in (0, 1)
+            ]
+        print(f"| {name} (`{named[name]}`) | {point[0]:.2f} | {point[1]:.2f} | {cells[0]} | {cells[1]} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
