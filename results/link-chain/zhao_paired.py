@@ -3,10 +3,11 @@
     python results/link-chain/zhao_paired.py bundled=density_metric/default o6=runs/link-chain/candidate \
         soup=runs/link-chain/soup/candidate > results/link-chain/zhao_paired.md
 
-Scores the `paper` protocol's 640 rows (as benchmarks.human_correlation does: persona/fact lines first, float32 on
-the CPU) with each checkpoint, checks that the correlations reproduce that report's, and resamples the rows 10,000
-times (seed 0), the same rows for every checkpoint: the 95 % interval of each checkpoint's Pearson and Spearman
-minus the first one's. Read-only on the test rows: it decides nothing, it sizes the noise of a floor.
+Scores the `paper` protocol's 640 test rows (with a first argument --protocol=dev: the 160 validation rows) as
+benchmarks.human_correlation does (persona/fact lines first, float32 on the CPU) with each checkpoint; the
+correlations reproduce that report's. Then it resamples the rows 10,000 times (seed 0), the same rows for every
+checkpoint: the 95 % interval of each checkpoint's Pearson and Spearman minus the first one's. It decides nothing:
+it sizes the noise of a floor.
 """
 
 import sys
@@ -28,9 +29,10 @@ def pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def main(args: list[str]) -> None:
+    protocol = args.pop(0).removeprefix("--protocol=") if args[0].startswith("--protocol=") else "paper"
     named = dict(arg.split("=", 1) for arg in args)
     (judgments,) = load_sets("../shared/data", ["dailydialog_zhao"])
-    index, human = apply_protocol(judgments, "paper")
+    index, human = apply_protocol(judgments, protocol)
     rows = [judgments.rows[i] for i in index]
     contexts, responses = [context_of(row, True) for row in rows], [row["response"] for row in rows]
     scores = {
@@ -41,7 +43,9 @@ def main(args: list[str]) -> None:
     human_draws = np.asarray(human, dtype=np.float64)[draws]
     human_ranks = np.apply_along_axis(rankdata, 1, human_draws)
     first = next(iter(named))
-    print(f"DailyDialog-Zhao, `paper` protocol, n = {len(rows)}; {RESAMPLES:,} paired resamples of the rows (seed 0)\n")
+    print(
+        f"DailyDialog-Zhao, `{protocol}` protocol, n = {len(rows)}; {RESAMPLES:,} paired resamples of the rows (seed 0)\n"
+    )
     print(f"| checkpoint | Pearson | Spearman | Pearson - {first}, 95 % interval | Spearman - {first}, 95 % interval |")
     print("| --- | --- | --- | --- | --- |")
     base = None
