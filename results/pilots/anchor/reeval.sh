@@ -12,5 +12,7 @@ for arm in "$@"; do
     cp "$out/eval/log.jsonl" "results/pilots/anchor/reeval/$arm/log.jsonl"
   fi
 done
-python -m benchmarks.pilot_table results/pilots/anchor/reeval --arms "$@" \
+# the table holds every arm judged so far, the start first (start-again, its reproduction, is left out)
+python -m benchmarks.pilot_table results/pilots/anchor/reeval \
+  --arms start $(cd results/pilots/anchor/reeval && ls -d -- */ | tr -d / | grep -v -x -e start -e start-again) \
   --title "Anchor pilot arms at step 400, judged again with a Gaussian of 20,000 training golds"
