@@ -5,11 +5,12 @@ browser); never downloads one. Run it with: pytest tests/test_app_browser.py
 """
 
 import shutil
-import socket
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from .test_app import free_port
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (it needs no browser download)")
@@ -48,9 +49,7 @@ def test_typing_and_clicking_score_shows_the_score_in_the_browser(tiny_checkpoin
     from app import build_demo
     from density_metric import DensityScorer
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     demo = build_demo(str(tiny_checkpoint))
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     try:
@@ -68,9 +67,7 @@ def test_uploading_two_systems_shows_the_comparison_in_the_browser(tiny_checkpoi
 
     from app import build_demo
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     paths = []
     for name, replies in (("first", ["hello", "fine thanks"]), ("second", ["x x x", "y y y"])):
         path = tmp_path / f"{name}.jsonl"

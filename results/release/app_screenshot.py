@@ -6,7 +6,6 @@ Serves ``app.build_demo()`` on 127.0.0.1 and drives it with the browser test's `
 the best reply's score is on screen); prints each reply's raw and calibrated score, best first, for the README.
 """
 
-import socket
 import sys
 from pathlib import Path
 
@@ -16,17 +15,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from app import EXAMPLES, build_demo  # noqa: E402
 from density_metric import DensityScorer  # noqa: E402
+from tests.test_app import free_port  # noqa: E402
 from tests.test_app_browser import capture  # noqa: E402
 
 
 def main(out: str) -> None:
     context, replies = EXAMPLES[0]
-    result = DensityScorer(progress=False).score([context.split("\n")] * len(replies.split("\n")), replies.split("\n"))
+    lines = replies.split("\n")
+    result = DensityScorer(progress=False).score([context.split("\n")] * len(lines), lines)
     for i in np.argsort(-result.scores):
-        print(f"{result.scores[i]:9.3f}  {result.calibrated[i]:.3f}  {replies.split(chr(10))[i]}")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+        print(f"{result.scores[i]:9.3f}  {result.calibrated[i]:.3f}  {lines[i]}")
+    port = free_port()
     demo = build_demo()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     try:
