@@ -5,6 +5,7 @@
 # last kept link's Gaussian is fitted on all training pairs with float16 weights and measured on test once. Alone on
 # the CPU:  setsid nohup bash results/link-chain/run.sh > runs/logs/link-chain.log 2>&1 < /dev/null & disown
 set -euo pipefail
+source results/link-chain/common.sh  # judged, fit_and_test
 here=results/link-chain
 out=runs/link-chain
 deadline=${DEADLINE:-09:00}
@@ -14,11 +15,6 @@ prev=runs/pilot-anchor/o6/checkpoint
 mkdir -p "$here/judged/start" "$here/judged/link1"
 cp results/pilots/anchor/reeval/start-again/log.jsonl "$here/judged/start/log.jsonl"
 cp results/pilots/anchor/reeval/o6/log.jsonl "$here/judged/link1/log.jsonl"
-judged() {  # the sharper look's numbers of a judged log: dev e random
-  python -c "import json, sys
-row = [r for r in map(json.loads, open(sys.argv[1])) if r.get('type') == 'eval'][-1]
-print(row['zhao_dev_spearman'], (row['auc_density/echo'] + row['auc_density/speaker']) / 2, row['auc_density/random'])" "$1"
-}
 read -r _ prev_e _ < <(judged "$here/judged/link1/log.jsonl")
 kept=1
 for k in 2 3 4; do
@@ -50,9 +46,4 @@ python -m benchmarks.pilot_table "$here/judged" --arms start $(cd "$here/judged"
   --title "Link chain (issue 31): each link judged with a Gaussian of 20,000 training golds (seeds 43)"
 echo "== candidate: link $kept ($prev), fit on all training pairs, $(date -u +%H:%M:%S)"
 echo "$kept" > "$here/kept"
-python -m train fit --corpus dailydialog --data-dir ../shared/data/dailydialog --encoder "$prev" \
-  --weights-dtype float16 --name density-minilm-dailydialog --out "$out/candidate"
-echo "== test, $(date -u +%H:%M:%S)"
-python -m benchmarks.human_correlation --checkpoint "$out/candidate" \
-  --untuned-checkpoint benchmarks/untuned-minilm --protocols full paper dev --out "$here/test"
-echo "== done, $(date -u +%H:%M:%S)"
+fit_and_test "$prev" "$out/candidate" "$here/test"

@@ -1,0 +1,22 @@
+# Shared by run.sh and soup.sh (sourced): reading a sharper look's log, and the fit and single test measurement of a
+# kept candidate.
+# shellcheck shell=bash
+
+# judged LOG: the last evaluation's `dev` Spearman, e (mean density AUC over echo and speaker) and density AUC
+# against random, on one line
+judged() {
+  python -c "import json, sys
+row = [r for r in map(json.loads, open(sys.argv[1])) if r.get('type') == 'eval'][-1]
+print(row['zhao_dev_spearman'], (row['auc_density/echo'] + row['auc_density/speaker']) / 2, row['auc_density/random'])" "$1"
+}
+
+# fit_and_test ENCODER OUT TEST: the Gaussian on all training pairs with float16 weights into OUT, then the
+# meta-evaluation of OUT into TEST, once
+fit_and_test() {
+  python -m train fit --corpus dailydialog --data-dir ../shared/data/dailydialog --encoder "$1" \
+    --weights-dtype float16 --name density-minilm-dailydialog --out "$2"
+  echo "== test, $(date -u +%H:%M:%S)"
+  python -m benchmarks.human_correlation --checkpoint "$2" \
+    --untuned-checkpoint benchmarks/untuned-minilm --protocols full paper dev --out "$3"
+  echo "== done, $(date -u +%H:%M:%S)"
+}
