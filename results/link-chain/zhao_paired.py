@@ -6,8 +6,8 @@
 Scores the `paper` protocol's 640 test rows (with a first argument --protocol=dev: the 160 validation rows) as
 benchmarks.human_correlation does (persona/fact lines first, float32 on the CPU) with each checkpoint; the
 correlations reproduce that report's. Then it resamples the rows 10,000 times (seed 0), the same rows for every
-checkpoint: the 95 % interval of each checkpoint's Pearson and Spearman minus the first one's. It decides nothing:
-it sizes the noise of a floor.
+checkpoint (density_metric.significance's bootstrap and percentile interval): the 95 % interval of each
+checkpoint's Pearson and Spearman minus the first one's. It decides nothing: it sizes the noise of a floor.
 """
 
 import sys
@@ -15,17 +15,12 @@ import sys
 import numpy as np
 from scipy.stats import pearsonr, rankdata, spearmanr
 
+from benchmarks.system_level import pearson
 from density_metric import DensityScorer
+from density_metric.significance import bootstrap_indices, percentile_ci
 from train.judgments import apply_protocol, context_of, load_sets
 
 RESAMPLES = 10_000
-
-
-def pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Pearson r of each row pair of two (resamples, n) arrays."""
-    x = x - x.mean(axis=1, keepdims=True)
-    y = y - y.mean(axis=1, keepdims=True)
-    return (x * y).sum(axis=1) / np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
 
 
 def main(args: list[str]) -> None:
@@ -39,7 +34,7 @@ def main(args: list[str]) -> None:
         name: DensityScorer(path, device="cpu", dtype="float32", progress=False).score(contexts, responses).scores
         for name, path in named.items()
     }
-    draws = np.random.default_rng(0).integers(0, len(rows), size=(RESAMPLES, len(rows)))
+    draws = bootstrap_indices(len(rows), RESAMPLES, seed=0)
     human_draws = np.asarray(human, dtype=np.float64)[draws]
     human_ranks = np.apply_along_axis(rankdata, 1, human_draws)
     first = next(iter(named))
@@ -53,15 +48,16 @@ def main(args: list[str]) -> None:
         values = np.asarray(values, dtype=np.float64)
         point = 100 * pearsonr(values, human)[0], 100 * spearmanr(values, human)[0]
         boot = (
-            100 * pearson_rows(values[draws], human_draws),
-            100 * pearson_rows(np.apply_along_axis(rankdata, 1, values[draws]), human_ranks),
+            100 * pearson(values[draws], human_draws),
+            100 * pearson(np.apply_along_axis(rankdata, 1, values[draws]), human_ranks),
         )
         if base is None:
             base, cells = (point, boot), ["–", "–"]
         else:
             cells = [
-                f"{point[k] - base[0][k]:+.2f} [{np.percentile(boot[k] - base[1][k], 2.5):+.2f}, "
-                f"{np.percentile(boot[k] - base[1][k], 97.5):+.2f}]"
+                "{:+.2f} [{:+.2f}, {:+.2f}]".format(
+                    point[k] - base[0][k], *percentile_ci((boot[k] - base[1][k])[:, None])[0]
+                )
                 for k in (0, 1)
             ]
         print(f"| {name} (`{named[name]}`) | {point[0]:.2f} | {point[1]:.2f} | {cells[0]} | {cells[1]} |")
