@@ -4,14 +4,17 @@
 # chain's recipe, seeds and data order; only the anchor differs (c: weight 1, the chain's; a3: 3; a10: 10; n, added
 # later: weight 1 holding the random negatives too, --anchor-negatives; o, added later: weight 1 with 4 of each
 # batch's 8 contexts drawn from golds that reuse the last turn's words, --overlap-rows 4; o3: o with weight 3;
-# o6 and o6a2: 6 of the 8 contexts from such golds, anchor weight 1 and 2; o6s44: o6 on another data order; o7: 7).
+# o6 and o6a2: 6 of the 8 contexts from such golds, anchor weight 1 and 2; o6s44, o6s45, o6s46: o6 on other data
+# orders; o7: 7).
 # Rerunning resumes or skips an arm. Usage: bash results/pilots/anchor_pilot.sh [ARM ...]   (default: c a3 a10)
 set -euo pipefail
 source results/pilots/anchor/recipe.sh  # COMMON: every flag the arms share
 declare -A ARM=([c]="--anchor-weight 1" [a3]="--anchor-weight 3" [a10]="--anchor-weight 10"
   [n]="--anchor-weight 1 --anchor-negatives" [o]="--anchor-weight 1 --overlap-rows 4"
   [o3]="--anchor-weight 3 --overlap-rows 4" [o6]="--anchor-weight 1 --overlap-rows 6"
-  [o6a2]="--anchor-weight 2 --overlap-rows 6" [o6s44]="--anchor-weight 1 --overlap-rows 6 --seed 44 --negatives-seed 44" [o7]="--anchor-weight 1 --overlap-rows 7")
+  [o6a2]="--anchor-weight 2 --overlap-rows 6" [o6s44]="--anchor-weight 1 --overlap-rows 6 --seed 44 --negatives-seed 44" [o7]="--anchor-weight 1 --overlap-rows 7"
+  [o6s45]="--anchor-weight 1 --overlap-rows 6 --seed 45 --negatives-seed 45"
+  [o6s46]="--anchor-weight 1 --overlap-rows 6 --seed 46 --negatives-seed 46")
 for name in ${@:-c a3 a10}; do
   out=runs/pilot-anchor/$name
   mkdir -p "$out" "results/pilots/anchor/$name"
@@ -22,5 +25,5 @@ for name in ${@:-c a3 a10}; do
   fi
   cp "$out/log.jsonl" "results/pilots/anchor/$name/log.jsonl"
 done
-python -m benchmarks.pilot_table results/pilots/anchor --arms c a3 a10 n o o3 o6 o6a2 o6s44 o7 \
+python -m benchmarks.pilot_table results/pilots/anchor --arms c a3 a10 n o o3 o6 o6a2 o6s44 o6s45 o6s46 o7 \
   --title "Anchor pilot (issue 31): the evaluation at step 400 of each arm"
