@@ -1,27 +1,40 @@
 #!/usr/bin/env bash
-# Issue 31: the uniform soup of the anchor pilot's arms o6 and o6s44 (the same recipe from the same start on two data
-# orders), judged in the sharper look; if PLAN.md's addendum keeps it, its Gaussian is fitted on all training pairs
-# with float16 weights and it is measured on test once. Alone on the CPU:
-#   setsid nohup bash results/link-chain/soup.sh > runs/logs/soup.log 2>&1 < /dev/null & disown
+# Issue 31: a uniform soup of anchor-pilot arms (the same recipe from the same start on several data orders), judged
+# in the sharper look; if PLAN.md's addenda keep it, its Gaussian is fitted on all training pairs with float16 weights
+# and it is measured on test once. The soup is a running mean: the k-th arm enters with weight 1/k. Alone on the CPU:
+#   setsid nohup bash results/link-chain/soup.sh NAME ARM ARM [ARM ...] > runs/logs/NAME.log 2>&1 < /dev/null & disown
+# (soup: o6 o6s44; soup4: o6 o6s44 o6s45 o6s46)
 set -euo pipefail
 source results/link-chain/common.sh  # judged, fit_and_test
+name=${1:?usage: soup.sh NAME ARM ARM [ARM ...]}
+shift
+[ $# -ge 2 ] || { echo "a soup needs at least two arms"; exit 1; }
 here=results/link-chain
-out=runs/link-chain/soup
-bash results/pilots/anchor_pilot.sh o6 o6s44 > /dev/null
-mkdir -p "$out" "$here/judged/soup"
-if [ ! -s "$here/judged/soup/log.jsonl" ]; then
-  python -m train interpolate runs/pilot-anchor/o6/checkpoint runs/pilot-anchor/o6s44/checkpoint --weight 0.5 \
-    --out "$out/start"
+out=runs/link-chain/$name
+bash results/pilots/anchor_pilot.sh "$@" > /dev/null
+mkdir -p "$out" "$here/judged/$name"
+if [ ! -s "$here/judged/$name/log.jsonl" ]; then
+  mean=runs/pilot-anchor/$1/checkpoint k=1
+  for arm in "${@:2}"; do
+    k=$((k + 1))
+    rm -rf "$out/mean$k"
+    python -m train interpolate "$mean" "runs/pilot-anchor/$arm/checkpoint" --weight "$(python -c "print(1 / $k)")" \
+      --out "$out/mean$k"
+    mean=$out/mean$k
+  done
+  rm -rf "$out/start"
+  mv "$mean" "$out/start"
+  rm -rf "$out"/mean*
   SEED=43 bash results/pilots/judge_at_start.sh "$out/start" "$out"
-  cp "$out/eval/log.jsonl" "$here/judged/soup/log.jsonl"
+  cp "$out/eval/log.jsonl" "$here/judged/$name/log.jsonl"
 fi
-python -m benchmarks.pilot_table "$here/judged" --arms start $(cd "$here/judged" && ls -d link*) soup \
+python -m benchmarks.pilot_table "$here/judged" --arms start $(cd "$here/judged" && ls -d link* soup*) \
   --title "Link chain (issue 31): each link judged with a Gaussian of 20,000 training golds (seeds 43)"
-read -r dev e random < <(judged "$here/judged/soup/log.jsonl")
-echo "soup: dev $dev, e $e, random $random"
+read -r dev e random < <(judged "$here/judged/$name/log.jsonl")
+echo "$name: dev $dev, e $e, random $random"
 if ! python -c "import sys; d, e, r = map(float, sys.argv[1:]); sys.exit(not (d >= 55.44 and e >= 0.8903 and r >= 0.951))" \
   "$dev" "$e" "$random"; then
-  echo "the soup is not kept: nothing fitted or measured on test"; exit 0
+  echo "$name is not kept: nothing fitted or measured on test"; exit 0
 fi
-echo "== the soup is kept: fit on all training pairs, $(date -u +%H:%M:%S)"
-fit_and_test "$out/start" "$out/candidate" "$here/test-soup"
+echo "== $name is kept: fit on all training pairs, $(date -u +%H:%M:%S)"
+fit_and_test "$out/start" "$out/candidate" "$here/test-$name"
