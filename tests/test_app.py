@@ -1,7 +1,6 @@
 """The Gradio app, served on 127.0.0.1 with a tiny checkpoint and called through gradio_client."""
 
 import json
-import socket
 import threading
 
 import httpx
@@ -11,14 +10,10 @@ from gradio_client import Client, handle_file
 
 from density_metric.tables import read_rows
 
+from .ports import free_port
+
 CONTEXT = "hi\nhow are you"
 REPLIES = ["fine thanks", "the weather is nice", "you you you"]
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -10,15 +9,10 @@ import numpy as np
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from .ports import free_port
 from .tiny import synthetic_pairs
 
 N_ROWS = 7  # odd, so the two shards differ in size
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _worker(rank, world_size, init_file, checkpoint, out_dir):

@@ -3,7 +3,6 @@
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from train.corpora import response_pairs, response_pairs_with_dialogues
 from train.data import SelectionData
 from train.loop import Trainer, _encode_groups
 
+from .ports import free_port
 from .tiny import WORDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,12 +133,6 @@ def test_interrupted_run_resumes_in_a_new_trainer_to_the_same_weights(backbone, 
     assert_same_weights(tmp_path / "straight", tmp_path / "resumed")
     losses = lambda out: [r["loss"] for r in read_log(out) if r["type"] == "train"]  # noqa: E731
     np.testing.assert_allclose(losses(tmp_path / "resumed"), losses(tmp_path / "straight"), rtol=1e-5)
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_two_processes_take_the_same_steps_as_one_process_accumulating_two(backbone, tmp_path):

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from app import EXAMPLES, build_demo  # noqa: E402
 from density_metric import DensityScorer  # noqa: E402
-from tests.test_app import free_port  # noqa: E402
+from tests.ports import free_port  # noqa: E402
 from tests.test_app_browser import capture  # noqa: E402
 
 
