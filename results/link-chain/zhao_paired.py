@@ -1,7 +1,10 @@
 """How far apart are two checkpoints on DailyDialog-Zhao's test rows? A paired bootstrap over the rows.
 
-    python results/link-chain/zhao_paired.py bundled=density_metric/default o6=runs/link-chain/candidate \
-        soup=runs/link-chain/soup/candidate > results/link-chain/zhao_paired.md
+    PYTHONPATH=. python results/link-chain/zhao_paired.py bundled=runs/last-turn-chain/start o6=runs/link-chain/candidate \
+        soup=runs/link-chain/soup/candidate soup4=density_metric/default > results/link-chain/zhao_paired.md
+
+(runs/last-turn-chain/start holds the same bytes as commit 3b29ef3's density_metric/default, the last-turn-copies
+release that was bundled until the soup of four replaced it; results/checkout_bundle.sh writes it out of git.)
 
 Scores the `paper` protocol's 640 test rows (with a first argument --protocol=dev: the 160 validation rows) as
 benchmarks.human_correlation does (persona/fact lines first, float32 on the CPU) with each checkpoint; the
