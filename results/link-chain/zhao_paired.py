@@ -1,6 +1,6 @@
 """How far apart are two checkpoints on DailyDialog-Zhao's test rows? A paired bootstrap over the rows.
 
-    PYTHONPATH=. python results/link-chain/zhao_paired.py bundled=runs/last-turn-chain/start o6=runs/link-chain/candidate \
+    PYTHONPATH=. python results/link-chain/zhao_paired.py last-turn-copies=runs/last-turn-chain/start o6=runs/link-chain/candidate \
         soup=runs/link-chain/soup/candidate soup4=density_metric/default > results/link-chain/zhao_paired.md
 
 (runs/last-turn-chain/start holds the same bytes as commit 3b29ef3's density_metric/default, the last-turn-copies
