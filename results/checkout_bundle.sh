@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The bundled model as one commit holds it (density_metric/default, float16 weights as committed), read out of git
 # into OUT, so that a chained run starts from committed weights and a fresh clone reproduces it. Files already in
-# OUT are kept. Shared by the chained runs (last-turn-copies, last-turn-chain, overlap-chain).
+# OUT are kept. Shared by the chained runs (last-turn-copies, last-turn-chain, overlap-chain) and by the pilots and
+# runs that started from a model bundled then (runs/bundles/COMMIT).
 # Usage: bash results/checkout_bundle.sh COMMIT OUT
 set -euo pipefail
 commit=$1 out=$2

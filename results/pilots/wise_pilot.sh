@@ -5,11 +5,13 @@
 # Usage: bash results/pilots/wise_pilot.sh [W ...]   (default: 000 025 050 075 100)
 set -euo pipefail
 END=${END:-runs/last-turn-chain/checkpoint}
+start=runs/bundles/3b29ef3  # the bundled release of the time: the last-turn-copies release, read out of git
+bash results/checkout_bundle.sh 3b29ef3 "$start"
 for w in ${@:-000 025 050 075 100}; do
   out=runs/wise/$w
   mkdir -p "$out" "results/pilots/wise/$w"
   if [ ! -s "results/pilots/wise/$w/log.jsonl" ]; then
-    python -m train interpolate density_metric/default "$END" --weight "$((10#$w))e-2" --out "$out/start"
+    python -m train interpolate "$start" "$END" --weight "$((10#$w))e-2" --out "$out/start"
     SEED=42 bash results/pilots/judge_at_start.sh "$out/start" "$out"
     cp "$out/eval/log.jsonl" "results/pilots/wise/$w/log.jsonl"
   fi

@@ -27,7 +27,7 @@ def partial(x, y, z):  # partial Spearman of x, y given z (ranks, linear residua
 
 scores = {}
 for name, path in [
-    ("bundled", "density_metric/default"),
+    ("bundled", "runs/bundles/3b29ef3"),  # the last-turn-copies release: bash results/checkout_bundle.sh 3b29ef3 ...
     ("chain", "runs/last-turn-chain/checkpoint"),
     ("anchor-n", "runs/pilot-anchor/n/checkpoint"),
     ("anchor-c", "runs/pilot-anchor/c/checkpoint"),

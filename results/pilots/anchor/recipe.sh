@@ -1,9 +1,14 @@
 # The anchor pilot's recipe: the flags every arm shares (sourced by ../anchor_pilot.sh and
-# ../../link-chain/run.sh). STEPS (default 400) sets the schedule, INIT_FROM (default the bundled release) the start,
+# ../../link-chain/run.sh). STEPS (default 400) sets the schedule, INIT_FROM the start (default the last-turn-copies
+# release, which commit 3b29ef3 bundled and every arm started from, read out of git into runs/bundles/3b29ef3),
 # MINUTES (default 20) the time limit; an arm's own flags follow COMMON, and a repeated flag's last value wins.
 # shellcheck shell=bash disable=SC2034
 STEPS=${STEPS:-400}
-COMMON=(--corpus dailydialog --data-dir ../shared/data/dailydialog --init-from "${INIT_FROM:-density_metric/default}"
+if [ -z "${INIT_FROM:-}" ]; then
+  INIT_FROM=runs/bundles/3b29ef3
+  bash results/checkout_bundle.sh 3b29ef3 "$INIT_FROM"
+fi
+COMMON=(--corpus dailydialog --data-dir ../shared/data/dailydialog --init-from "$INIT_FROM"
   --epochs 1 --max-steps-per-epoch "$STEPS" --warmup-steps 30 --lr 2e-5 --batch-size 8 --resample-negatives
   --seed 43 --negatives-seed 43
   --valid-limit 500 --valid-negatives 15 --validation-kinds random,echo,speaker,repeat,earlier,span
