@@ -5,7 +5,7 @@
 # later: weight 1 holding the random negatives too, --anchor-negatives; o, added later: weight 1 with 4 of each
 # batch's 8 contexts drawn from golds that reuse the last turn's words, --overlap-rows 4; o3: o with weight 3;
 # o6 and o6a2: 6 of the 8 contexts from such golds, anchor weight 1 and 2; o6s44, o6s45, o6s46: o6 on other data
-# orders; o7: 7).
+# orders; o7: 7; r2s47 and r2s48: o6 from the shipped four-order soup, commit bf039cc, on data orders 47 and 48).
 # Rerunning resumes or skips an arm. Usage: bash results/pilots/anchor_pilot.sh [ARM ...]   (default: c a3 a10)
 set -euo pipefail
 source results/pilots/anchor/recipe.sh  # COMMON: every flag the arms share
@@ -14,7 +14,10 @@ declare -A ARM=([c]="--anchor-weight 1" [a3]="--anchor-weight 3" [a10]="--anchor
   [o3]="--anchor-weight 3 --overlap-rows 4" [o6]="--anchor-weight 1 --overlap-rows 6"
   [o6a2]="--anchor-weight 2 --overlap-rows 6" [o6s44]="--anchor-weight 1 --overlap-rows 6 --seed 44 --negatives-seed 44" [o7]="--anchor-weight 1 --overlap-rows 7"
   [o6s45]="--anchor-weight 1 --overlap-rows 6 --seed 45 --negatives-seed 45"
-  [o6s46]="--anchor-weight 1 --overlap-rows 6 --seed 46 --negatives-seed 46")
+  [o6s46]="--anchor-weight 1 --overlap-rows 6 --seed 46 --negatives-seed 46"
+  [r2s47]="--init-from runs/bundles/bf039cc --anchor-weight 1 --overlap-rows 6 --seed 47 --negatives-seed 47"
+  [r2s48]="--init-from runs/bundles/bf039cc --anchor-weight 1 --overlap-rows 6 --seed 48 --negatives-seed 48")
+bash results/checkout_bundle.sh bf039cc runs/bundles/bf039cc  # the shipped four-order soup: the r2 arms' start
 for name in ${@:-c a3 a10}; do
   out=runs/pilot-anchor/$name
   mkdir -p "$out" "results/pilots/anchor/$name"
@@ -25,5 +28,5 @@ for name in ${@:-c a3 a10}; do
   fi
   cp "$out/log.jsonl" "results/pilots/anchor/$name/log.jsonl"
 done
-python -m benchmarks.pilot_table results/pilots/anchor --arms c a3 a10 n o o3 o6 o6a2 o6s44 o6s45 o6s46 o7 \
+python -m benchmarks.pilot_table results/pilots/anchor --arms c a3 a10 n o o3 o6 o6a2 o6s44 o6s45 o6s46 o7 r2s47 r2s48 \
   --title "Anchor pilot (issue 31): the evaluation at step 400 of each arm"
