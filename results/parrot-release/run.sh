@@ -13,8 +13,7 @@ set -euo pipefail
 : "${STEPS:?steps of 8 contexts: time 20 steps first}"
 out=runs/parrot-release
 mkdir -p "$out"
-start=runs/bundles/35dcd63  # the committed release of the time: the first release, read out of git
-bash results/checkout_bundle.sh 35dcd63 "$start"
+start=$(bash results/checkout_bundle.sh 35dcd63)  # the committed release of the time: the first release, read out of git
 if [ ! -f "$out/checkpoint/density_config.json" ]; then
   python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog --init-from "$start" \
     --epochs 1 --max-steps-per-epoch "$STEPS" --warmup-steps 30 --lr 2e-5 --batch-size 8 --resample-negatives \

@@ -9,15 +9,15 @@
 # Rerunning resumes or skips an arm. Usage: bash results/pilots/anchor_pilot.sh [ARM ...]   (default: c a3 a10)
 set -euo pipefail
 source results/pilots/anchor/recipe.sh  # COMMON: every flag the arms share
+r2start=$(bash results/checkout_bundle.sh bf039cc)  # the shipped four-order soup: the r2 arms' start
 declare -A ARM=([c]="--anchor-weight 1" [a3]="--anchor-weight 3" [a10]="--anchor-weight 10"
   [n]="--anchor-weight 1 --anchor-negatives" [o]="--anchor-weight 1 --overlap-rows 4"
   [o3]="--anchor-weight 3 --overlap-rows 4" [o6]="--anchor-weight 1 --overlap-rows 6"
   [o6a2]="--anchor-weight 2 --overlap-rows 6" [o6s44]="--anchor-weight 1 --overlap-rows 6 --seed 44 --negatives-seed 44" [o7]="--anchor-weight 1 --overlap-rows 7"
   [o6s45]="--anchor-weight 1 --overlap-rows 6 --seed 45 --negatives-seed 45"
   [o6s46]="--anchor-weight 1 --overlap-rows 6 --seed 46 --negatives-seed 46"
-  [r2s47]="--init-from runs/bundles/bf039cc --anchor-weight 1 --overlap-rows 6 --seed 47 --negatives-seed 47"
-  [r2s48]="--init-from runs/bundles/bf039cc --anchor-weight 1 --overlap-rows 6 --seed 48 --negatives-seed 48")
-bash results/checkout_bundle.sh bf039cc runs/bundles/bf039cc  # the shipped four-order soup: the r2 arms' start
+  [r2s47]="--init-from $r2start --anchor-weight 1 --overlap-rows 6 --seed 47 --negatives-seed 47"
+  [r2s48]="--init-from $r2start --anchor-weight 1 --overlap-rows 6 --seed 48 --negatives-seed 48")
 for name in ${@:-c a3 a10}; do
   out=runs/pilot-anchor/$name
   mkdir -p "$out" "results/pilots/anchor/$name"

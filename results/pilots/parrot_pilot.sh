@@ -6,8 +6,7 @@
 # Usage: bash results/pilots/parrot_pilot.sh [ARM ...]   (default: b c a)
 set -euo pipefail
 STEPS=${STEPS:-600}   # 4,800 contexts: where measurement 4 (DESIGN.md part 6) saw the density move
-start=runs/bundles/35dcd63  # the bundled release of the time: the first release, read out of git
-bash results/checkout_bundle.sh 35dcd63 "$start"
+start=$(bash results/checkout_bundle.sh 35dcd63)  # the bundled release of the time: the first release, read out of git
 COMMON=(--corpus dailydialog --data-dir ../shared/data/dailydialog --init-from "$start"
   --epochs 1 --max-steps-per-epoch "$STEPS" --warmup-steps 30 --lr 2e-5 --batch-size 8 --resample-negatives
   --valid-limit 500 --valid-negatives 15 --validation-kinds random,echo,speaker,repeat,earlier,span

@@ -5,8 +5,7 @@
 # Usage: bash results/pilots/repeat_pilot.sh [ARM ...]   (default: b r)
 set -euo pipefail
 STEPS=${STEPS:-400}
-start=runs/bundles/6cf7ce3  # the bundled release of the time: the parrot release, read out of git
-bash results/checkout_bundle.sh 6cf7ce3 "$start"
+start=$(bash results/checkout_bundle.sh 6cf7ce3)  # the bundled release of the time: the parrot release, read out of git
 COMMON=(--corpus dailydialog --data-dir ../shared/data/dailydialog --init-from "$start"
   --epochs 1 --max-steps-per-epoch "$STEPS" --warmup-steps 30 --lr 2e-5 --batch-size 8 --resample-negatives
   --valid-limit 500 --valid-negatives 15 --validation-kinds random,echo,speaker,repeat,earlier,span

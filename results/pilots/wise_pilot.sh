@@ -5,8 +5,7 @@
 # Usage: bash results/pilots/wise_pilot.sh [W ...]   (default: 000 025 050 075 100)
 set -euo pipefail
 END=${END:-runs/last-turn-chain/checkpoint}
-start=runs/bundles/3b29ef3  # the bundled release of the time: the last-turn-copies release, read out of git
-bash results/checkout_bundle.sh 3b29ef3 "$start"
+start=$(bash results/checkout_bundle.sh 3b29ef3)  # the bundled release of the time: the last-turn-copies release, read out of git
 for w in ${@:-000 025 050 075 100}; do
   out=runs/wise/$w
   mkdir -p "$out" "results/pilots/wise/$w"

@@ -4,10 +4,7 @@
 # MINUTES (default 20) the time limit; an arm's own flags follow COMMON, and a repeated flag's last value wins.
 # shellcheck shell=bash disable=SC2034
 STEPS=${STEPS:-400}
-if [ -z "${INIT_FROM:-}" ]; then
-  INIT_FROM=runs/bundles/3b29ef3
-  bash results/checkout_bundle.sh 3b29ef3 "$INIT_FROM"
-fi
+INIT_FROM=${INIT_FROM:-$(bash results/checkout_bundle.sh 3b29ef3)}
 COMMON=(--corpus dailydialog --data-dir ../shared/data/dailydialog --init-from "$INIT_FROM"
   --epochs 1 --max-steps-per-epoch "$STEPS" --warmup-steps 30 --lr 2e-5 --batch-size 8 --resample-negatives
   --seed 43 --negatives-seed 43
