@@ -1,0 +1,96 @@
+"""Issue 31, a validation-only look (plan and reading rule: PLAN.md beside this file): does a density that also sees
+the reply's repetition put repeated words far out, and what does that cost on `dev`?
+
+The density of the bundled model over g(c, r) alone (the control) and over g(c, r) with repetition statistics of the
+reply's word pieces appended, each Gaussian fitted (pinv, as shipped) on the same 20,000 training golds as the
+sharper look (seed 43), judged on the sharper look's 500 validation pairs and one negative of each kind
+(train.negatives.validation_candidates, seed 43), and on DailyDialog-Zhao `dev` (n = 160). Features are computed
+once and kept in runs/repetition-look/features.npz. Nothing here is fitted on all pairs, measured on test or shipped.
+Usage, from the repository root, alone on the CPU: PYTHONPATH=. python results/pilots/repetition/look.py [CHECKPOINT]
+"""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from density_metric import DensityScorer
+from density_metric.gaussian import GaussianAccumulator, GaussianStats
+from train.corpora import load_dailydialog, response_pairs_with_dialogues
+from train.data import SelectionData
+from train.negatives import validation_candidates
+from train.run import load_dev_judgments
+from train.validation import auc, spearman
+
+CHECKPOINT = sys.argv[1] if len(sys.argv) > 1 else "density_metric/default"
+SEED, FIT, VALID = 43, 20_000, 500
+KINDS = ("random", "echo", "speaker", "repeat", "earlier", "span")
+OUT = Path("runs/repetition-look")
+
+
+def repetition_statistics(pieces: list[list[int]]) -> np.ndarray:
+    """(n, 2) per reply: the share of its word pieces that repeat the piece just before (a word said again at once),
+    and rep-2, 1 - distinct piece bigrams / bigrams (Welleck et al., ICLR 2020: a span said again); 0 where a reply
+    has fewer than 2 pieces."""
+    out = np.zeros((len(pieces), 2))
+    for row, ids in enumerate(pieces):
+        if len(ids) < 2:
+            continue
+        pairs = list(zip(ids, ids[1:]))
+        out[row] = sum(a == b for a, b in pairs) / len(pairs), 1 - len(set(pairs)) / len(pairs)
+    return out
+
+
+def main() -> None:
+    scorer = DensityScorer(CHECKPOINT, device="cpu", dtype="float32")
+    tokenizer = scorer.encoder.tokenizer
+    train = SelectionData.from_pairs(
+        *response_pairs_with_dialogues(load_dailydialog("../shared/data/dailydialog", "train"))
+    )
+    valid = SelectionData.from_pairs(
+        *response_pairs_with_dialogues(load_dailydialog("../shared/data/dailydialog", "validation"))
+    ).select(range(VALID))
+    rows = np.sort(np.random.default_rng(SEED).choice(len(train), size=FIT, replace=False))
+    negatives = validation_candidates(valid, KINDS, seed=SEED)
+    dev = load_dev_judgments("../shared/data")
+    parts = {
+        "fit": ([train.contexts[i] for i in rows], [train.responses[i] for i in rows]),
+        "gold": (valid.contexts, valid.responses),
+        **{kind: (valid.contexts, negatives[kind]) for kind in KINDS},
+        "dev": (dev.contexts, dev.responses),
+    }
+    OUT.mkdir(parents=True, exist_ok=True)
+    cache = OUT / "features.npz"
+    if cache.is_file():
+        features = dict(np.load(cache, allow_pickle=False))
+    else:
+        features = {name: scorer.features(*pair) for name, pair in parts.items()}
+        np.savez(cache, **features)
+    stats = {
+        name: repetition_statistics(tokenizer(list(pair[1]), add_special_tokens=False)["input_ids"])
+        for name, pair in parts.items()
+    }
+    variants = {
+        "control: g": lambda name: features[name],
+        "g + repeated piece": lambda name: np.hstack([features[name], stats[name][:, :1]]),
+        "g + repeated piece + rep-2": lambda name: np.hstack([features[name], stats[name]]),
+    }
+    print(f"{CHECKPOINT}: Gaussian of {FIT:,} training golds, {VALID} validation pairs, dev n = {len(dev.human)}")
+    print(
+        "share of fit golds with a repeated piece / rep-2 > 0:",
+        *(f"{(stats['fit'][:, j] > 0).mean():.4f}" for j in (0, 1)),
+    )
+    print("| variant | " + " | ".join(f"density AUC {kind}" for kind in KINDS) + " | `dev` Spearman |")
+    print("| --- " * (len(KINDS) + 2) + "|")
+    for label, view in variants.items():
+        accumulator = GaussianAccumulator(view("fit").shape[1])
+        accumulator.update(view("fit").astype(np.float64))
+        gaussian = GaussianStats.fit(accumulator)
+        gold = -gaussian.distances(view("gold"))
+        aucs = [auc(gold, -gaussian.distances(view(kind))) for kind in KINDS]
+        dev_rho = 100 * spearman(-gaussian.distances(view("dev")), dev.human)
+        print(f"| {label} | " + " | ".join(f"{a:.4f}" for a in aucs) + f" | {dev_rho:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
