@@ -113,7 +113,7 @@ def test_the_trained_release_prefers_the_gold_reply_to_a_random_one(default_scor
     contexts = [case["context"] for case in cases]
     gold = default_scorer.score(contexts, [case["gold"] for case in cases]).scores
     random = default_scorer.score(contexts, [case["random"] for case in cases]).scores
-    assert (gold > random).mean() > 0.75  # the bundled release: 0.954 on 500 test probes (seed 0)
+    assert (gold > random).mean() > 0.75  # the bundled second-round soup: 0.960 on 500 test probes (seed 0)
 
 
 @needs_data
