@@ -41,8 +41,11 @@ def repetition_statistics(pieces: list[list[int]]) -> np.ndarray:
     return out
 
 
-def main() -> None:
-    scorer = DensityScorer(CHECKPOINT, device="cpu", dtype="float32")
+def measured(checkpoint: str, seed: int, cache: Path) -> tuple[dict, dict, np.ndarray]:
+    """(features, statistics, dev human scores): per part ("fit": FIT training golds drawn with ``seed``; "gold": the
+    first VALID validation golds; one part per kind: their negatives of ``seed``; "dev"), g(c, r) (cached in ``cache``)
+    and the repetition statistics of the reply."""
+    scorer = DensityScorer(checkpoint, device="cpu", dtype="float32")
     tokenizer = scorer.encoder.tokenizer
     train = SelectionData.from_pairs(
         *response_pairs_with_dialogues(load_dailydialog("../shared/data/dailydialog", "train"))
@@ -50,8 +53,8 @@ def main() -> None:
     valid = SelectionData.from_pairs(
         *response_pairs_with_dialogues(load_dailydialog("../shared/data/dailydialog", "validation"))
     ).select(range(VALID))
-    rows = np.sort(np.random.default_rng(SEED).choice(len(train), size=FIT, replace=False))
-    negatives = validation_candidates(valid, KINDS, seed=SEED)
+    rows = np.sort(np.random.default_rng(seed).choice(len(train), size=FIT, replace=False))
+    negatives = validation_candidates(valid, KINDS, seed=seed)
     dev = load_dev_judgments("../shared/data")
     parts = {
         "fit": ([train.contexts[i] for i in rows], [train.responses[i] for i in rows]),
@@ -59,8 +62,7 @@ def main() -> None:
         **{kind: (valid.contexts, negatives[kind]) for kind in KINDS},
         "dev": (dev.contexts, dev.responses),
     }
-    OUT.mkdir(parents=True, exist_ok=True)
-    cache = OUT / "features.npz"
+    cache.parent.mkdir(parents=True, exist_ok=True)
     if cache.is_file():
         features = dict(np.load(cache, allow_pickle=False))
     else:
@@ -70,12 +72,17 @@ def main() -> None:
         name: repetition_statistics(tokenizer(list(pair[1]), add_special_tokens=False)["input_ids"])
         for name, pair in parts.items()
     }
+    return features, stats, np.asarray(dev.human)
+
+
+def main() -> None:
+    features, stats, human = measured(CHECKPOINT, SEED, OUT / "features.npz")
     variants = {
         "control: g": lambda name: features[name],
         "g + repeated piece": lambda name: np.hstack([features[name], stats[name][:, :1]]),
         "g + repeated piece + rep-2": lambda name: np.hstack([features[name], stats[name]]),
     }
-    print(f"{CHECKPOINT}: Gaussian of {FIT:,} training golds, {VALID} validation pairs, dev n = {len(dev.human)}")
+    print(f"{CHECKPOINT}: Gaussian of {FIT:,} training golds, {VALID} validation pairs, dev n = {len(human)}")
     print(
         "share of fit golds with a repeated piece / rep-2 > 0:",
         *(f"{(stats['fit'][:, j] > 0).mean():.4f}" for j in (0, 1)),
@@ -88,7 +95,7 @@ def main() -> None:
         gaussian = GaussianStats.fit(accumulator)
         gold = -gaussian.distances(view("gold"))
         aucs = [auc(gold, -gaussian.distances(view(kind))) for kind in KINDS]
-        dev_rho = 100 * spearman(-gaussian.distances(view("dev")), dev.human)
+        dev_rho = 100 * spearman(-gaussian.distances(view("dev")), human)
         print(f"| {label} | " + " | ".join(f"{a:.4f}" for a in aucs) + f" | {dev_rho:.2f} |")
 
 
