@@ -41,6 +41,13 @@ def repetition_statistics(pieces: list[list[int]]) -> np.ndarray:
     return out
 
 
+def gaussian_of(features: np.ndarray) -> GaussianStats:
+    """The shipped estimator (pinv) fitted on the rows of ``features``, in float64."""
+    accumulator = GaussianAccumulator(features.shape[1])
+    accumulator.update(features.astype(np.float64))
+    return GaussianStats.fit(accumulator)
+
+
 def measured(checkpoint: str, seed: int, cache: Path) -> tuple[dict, dict, np.ndarray]:
     """(features, statistics, dev human scores): per part ("fit": FIT training golds drawn with ``seed``; "gold": the
     first VALID validation golds; one part per kind: their negatives of ``seed``; "dev"), g(c, r) (cached in ``cache``)
@@ -90,9 +97,7 @@ def main() -> None:
     print("| variant | " + " | ".join(f"density AUC {kind}" for kind in KINDS) + " | `dev` Spearman |")
     print("| --- " * (len(KINDS) + 2) + "|")
     for label, view in variants.items():
-        accumulator = GaussianAccumulator(view("fit").shape[1])
-        accumulator.update(view("fit").astype(np.float64))
-        gaussian = GaussianStats.fit(accumulator)
+        gaussian = gaussian_of(view("fit"))
         gold = -gaussian.distances(view("gold"))
         aucs = [auc(gold, -gaussian.distances(view(kind))) for kind in KINDS]
         dev_rho = 100 * spearman(-gaussian.distances(view("dev")), human)

@@ -8,8 +8,7 @@ import sys
 
 import numpy as np
 
-from density_metric.gaussian import GaussianAccumulator, GaussianStats
-from results.pilots.repetition.look import KINDS, OUT, SEED, measured
+from results.pilots.repetition.look import KINDS, OUT, SEED, gaussian_of, measured
 from train.validation import auc, spearman
 
 WEIGHTS = (0, 1, 2, 3, 4, 6, 8)  # 0: the control, the plain density
@@ -18,9 +17,7 @@ OTHERS = [kind for kind in KINDS if kind != "repeat"]
 
 def table(features: dict, stats: dict, human: np.ndarray) -> dict[float, dict[str, float]]:
     """Per weight: the density AUC of the gold against each kind, and `dev` Spearman x100."""
-    accumulator = GaussianAccumulator(features["fit"].shape[1])
-    accumulator.update(features["fit"].astype(np.float64))
-    gaussian = GaussianStats.fit(accumulator)
+    gaussian = gaussian_of(features["fit"])
     mean, sd = stats["fit"][:, 1].mean(), stats["fit"][:, 1].std()
     out = {}
     for w in WEIGHTS:
