@@ -63,7 +63,7 @@ class ModelColumns:
 
     def __call__(self, contexts, responses, references=None) -> dict[str, np.ndarray]:
         features = self.scorer.features(contexts, responses)
-        distances = self.scorer.stats.distances(features)
+        distances = self.scorer.distances_of(features, responses)
         result = self.scorer.result(distances)
         euclidean = np.linalg.norm(features.astype(np.float64) - self.scorer.stats.mean, axis=1)
         columns = {

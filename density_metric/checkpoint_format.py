@@ -6,8 +6,11 @@ holding::
     density_config.json          format version, pair format, score definition
     density_gaussian.safetensors mean (d,) f64, precision (d, d) f64 symmetric positive
                                  semi-definite and not zero, n_samples () i64,
-                                 quantiles (k,) f64; metadata: format_version, estimator,
-                                 encoder_fingerprint (:mod:`density_metric.fingerprint`)
+                                 quantiles (k,) f64; optional, all three or none: repetition_weight,
+                                 repetition_mean, repetition_sd () f64 (:mod:`density_metric.repetition`;
+                                 the quantiles are then of the distance with that term); metadata:
+                                 format_version, estimator, encoder_fingerprint
+                                 (:mod:`density_metric.fingerprint`)
     density_head.safetensors     optional: the response-selection head f(c, r) = weight . g + bias,
                                  weight (d,) f32, bias () f32 (written by train/)
     density_rating.safetensors   optional: the few-shot rating head (python -m train calibrate):
@@ -47,6 +50,7 @@ from .fingerprint import FINGERPRINT_KEY, FINGERPRINT_PATTERN, check_fingerprint
 from .gaussian import ESTIMATORS, GaussianStats
 from .pair_format import PairFormat
 from .rating import INPUT_SETS, RatingHead
+from .repetition import RepetitionTerm
 
 FORMAT_VERSION = 1
 CONFIG_FILE = "density_config.json"
@@ -54,6 +58,7 @@ GAUSSIAN_FILE = "density_gaussian.safetensors"
 HEAD_FILE = "density_head.safetensors"
 RATING_FILE = "density_rating.safetensors"
 RATING_METADATA = ("inputs", "n_ratings", "alpha", "folds", "cv_mse", "rating_min", "rating_max")
+REPETITION_KEYS = ("repetition_weight", "repetition_mean", "repetition_sd")
 ENCODER_FILES = ("config.json", "model.safetensors")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
 CARD_FILE = "README.md"
@@ -197,7 +202,33 @@ def check_gaussian(tensors: dict[str, np.ndarray], metadata: dict[str, str], pat
         raise CheckpointError(path, "quantiles must be non-decreasing")
     if tensors["n_samples"].shape != () or int(tensors["n_samples"]) < 1:
         raise CheckpointError(path, f"n_samples must be a positive scalar, got {tensors['n_samples']}")
-    return GaussianStats(mean, precision, int(tensors["n_samples"]), estimator, quantiles)
+    return GaussianStats(
+        mean, precision, int(tensors["n_samples"]), estimator, quantiles, check_repetition(tensors, path)
+    )
+
+
+def check_repetition(tensors: dict[str, np.ndarray], path: os.PathLike | str) -> RepetitionTerm | None:
+    """The optional repetition term of ``density_gaussian.safetensors`` (None without one), or a
+    CheckpointError naming ``path``: all of its three scalars or none, weight and sd positive, the
+    mean of a rep-2 in [0, 1]."""
+    present = [key for key in REPETITION_KEYS if tensors.get(key) is not None]
+    if not present:
+        return None
+    if len(present) < len(REPETITION_KEYS):
+        missing = ", ".join(key for key in REPETITION_KEYS if key not in present)
+        raise CheckpointError(path, f"repetition term is incomplete: {missing} missing")
+    for key in REPETITION_KEYS:
+        value = tensors[key]
+        if value.dtype != np.float64 or value.shape != ():
+            raise CheckpointError(path, f"tensor {key!r} must be a float64 scalar, got {value.dtype} {value.shape}")
+        if not np.isfinite(value):
+            raise CheckpointError(path, f"tensor {key!r} is {value}, not finite")
+    weight, mean, sd = (float(tensors[key]) for key in REPETITION_KEYS)
+    if weight <= 0 or sd <= 0:
+        raise CheckpointError(path, f"repetition_weight and repetition_sd must be positive, got {weight}, {sd}")
+    if not 0 <= mean <= 1:
+        raise CheckpointError(path, f"repetition_mean is a mean rep-2, so in [0, 1]; got {mean}")
+    return RepetitionTerm(weight, mean, sd)
 
 
 def check_precision(precision: np.ndarray, path: os.PathLike | str) -> None:
@@ -342,6 +373,10 @@ def _gaussian_tensors(
         "n_samples": np.asarray(stats.n_samples, dtype=np.int64),
         "quantiles": np.ascontiguousarray(quantiles, dtype=np.float64),
     }
+    if stats.repetition is not None:
+        term = stats.repetition
+        for key, value in zip(REPETITION_KEYS, (term.weight, term.mean, term.sd)):
+            tensors[key] = np.asarray(value, dtype=np.float64)
     metadata = {"format_version": str(FORMAT_VERSION), "estimator": stats.estimator}
     if fingerprint is not None:
         metadata[FINGERPRINT_KEY] = fingerprint

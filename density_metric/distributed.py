@@ -35,7 +35,7 @@ def score_distributed(
     rank, world = dist.get_rank(), dist.get_world_size()
     mine, mine_responses = contexts[rank::world], responses[rank::world]
     features = scorer.features(mine, mine_responses) if mine_responses else np.zeros((0, scorer.encoder.dim))
-    local_distances = scorer.stats.distances(features)
+    local_distances = scorer.distances_of(features, mine_responses)
     local = (local_distances, scorer.ratings(local_distances, features))
     gathered: list = [None] * world
     dist.all_gather_object(gathered, local)

@@ -22,6 +22,7 @@ from .backbone import load_backbone
 from .errors import CheckpointError
 from .last_layer import compute_cls_only_in_last_layer, computes_features_only
 from .pair_format import POOLINGS, PackedRow, PairFormat
+from .repetition import rep2
 
 logger = logging.getLogger(__name__)
 
@@ -313,6 +314,13 @@ class Encoder:
     @property
     def max_length(self) -> int:
         return self.pair_format.max_length
+
+    def rep2(self, responses: Sequence[str]) -> np.ndarray:
+        """rep-2 of each reply's word pieces, without special tokens and untruncated: (n,) float64
+        (:func:`density_metric.repetition.rep2`)."""
+        if not responses:
+            return np.zeros(0)
+        return rep2(self.tokenizer(list(responses), add_special_tokens=False, verbose=False)["input_ids"])
 
     def encode(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> list[list[int]]:
         """Token ids of every pair (see :meth:`PairFormat.encode`)."""

@@ -9,6 +9,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .repetition import RepetitionTerm
+
 # pinv: the authors' maximum-likelihood covariance; ledoit-wolf / oas: shrunk towards a
 # scaled identity (Ledoit & Wolf 2004; Chen et al. 2010), then inverted the same way.
 ESTIMATORS = ("pinv", "ledoit-wolf", "oas")
@@ -176,7 +178,9 @@ def calibrate(distances: np.ndarray, quantiles: np.ndarray) -> np.ndarray:
 class GaussianStats:
     """What the score needs: mean (d,), precision (d, d), and the calibration quantiles (k,).
 
-    ``quantiles`` is None until :meth:`calibrated` adds them; a checkpoint needs them.
+    ``quantiles`` is None until :meth:`calibrated` adds them; a checkpoint needs them. ``repetition``:
+    the optional term beside the density (:mod:`density_metric.repetition`); the quantiles are then
+    those of the distances with the term.
     """
 
     mean: np.ndarray
@@ -184,6 +188,7 @@ class GaussianStats:
     n_samples: int
     estimator: str
     quantiles: np.ndarray | None = None
+    repetition: RepetitionTerm | None = None
 
     @classmethod
     def fit(cls, accumulator: GaussianAccumulator, estimator: str = "pinv") -> GaussianStats:
@@ -208,5 +213,12 @@ class GaussianStats:
     def dim(self) -> int:
         return self.mean.shape[0]
 
-    def distances(self, features: np.ndarray) -> np.ndarray:
-        return mahalanobis(features, self.mean, self.precision)
+    def distances(self, features: np.ndarray, reply_rep2: np.ndarray | None = None) -> np.ndarray:
+        """The score's distance of each row, (n,) float64: the Mahalanobis distance of the features (n, d),
+        with the repetition term if these statistics carry one, which then needs the replies' rep-2 (n,)."""
+        distances = mahalanobis(features, self.mean, self.precision)
+        if self.repetition is None:
+            return distances
+        if reply_rep2 is None:
+            raise ValueError("these statistics carry a repetition term: pass the replies' rep-2 too")
+        return self.repetition.distances(distances, reply_rep2)

@@ -110,7 +110,14 @@ class DensityScorer:
         )
         if not responses:
             return np.zeros(0)
-        return self.stats.distances(self.features(contexts, responses))
+        return self.distances_of(self.features(contexts, responses), responses)
+
+    def distances_of(self, features: np.ndarray, responses: Sequence[str]) -> np.ndarray:
+        """The score's distance from already computed features (n, d) of checked pairs and their replies:
+        the Mahalanobis distance, with the repetition term where the checkpoint has one
+        (:mod:`density_metric.repetition`)."""
+        rep2 = self.encoder.rep2(responses) if self.stats.repetition is not None else None
+        return self.stats.distances(features, rep2)
 
     def classifier_scores(self, contexts: Sequence, responses: Sequence) -> np.ndarray:
         """The response-selection score f(c, r) = w . g(c, r) + b of a trained checkpoint: (n,) float64.
@@ -148,7 +155,7 @@ class DensityScorer:
             raise ValueError(f"candidates must be a list of strings, got {type(candidates).__name__}")
         contexts, responses = check_pairs([context] * len(candidates), candidates)
         features = self.encoder.candidate_features(contexts[0], responses, self.batch_size)
-        return self.result(self.stats.distances(features), features)
+        return self.result(self.distances_of(features, responses), features)
 
     def result(self, distances: np.ndarray, features: np.ndarray | None = None) -> DensityResult:
         """Raw and calibrated scores from distances, and the predicted ratings if the checkpoint has a
@@ -179,7 +186,7 @@ class DensityScorer:
             return self.result(self.distances(contexts, responses))
         contexts, responses = check_pairs(contexts, responses)
         features = self.features(contexts, responses) if responses else np.zeros((0, self.encoder.dim))
-        return self.result(self.stats.distances(features), features)
+        return self.result(self.distances_of(features, responses), features)
 
     def compare(self, contexts: Sequence, systems: dict[str, Sequence[str]], **options: Any):
         """Score several systems' responses to the same contexts and test which is better.

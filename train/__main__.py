@@ -2,6 +2,7 @@
 
 python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog --backbone minilm --out runs/dd
 python -m train fit --data-dir ../shared/data/dailydialog --encoder minilm --reference-package --out DIR
+python -m train repetition-term default --data-dir ../shared/data/dailydialog --weight 6 --out runs/rep
 python -m train interpolate density_metric/default runs/dd/checkpoint --weight 0.5 --out runs/mid
 python -m train push runs/dd/checkpoint org/density-dailydialog
 python -m train calibrate default --ratings ratings.jsonl --out runs/rated
@@ -17,7 +18,7 @@ import logging
 import sys
 
 from .calibrate import add_calibrate_arguments, calibrate_command
-from .fit import add_fit_arguments, fit_command
+from .fit import add_fit_arguments, add_repetition_term_arguments, fit_command, repetition_term_command
 from .interpolate import add_interpolate_arguments, interpolate_command
 from .push import add_push_arguments, push_command
 from .retrieval import add_retrieval_index_arguments, retrieval_index_command
@@ -36,6 +37,12 @@ COMMANDS = (
         "fit the Gaussian on a corpus's gold pairs with an encoder and write a checkpoint",
         add_fit_arguments,
         fit_command,
+    ),
+    (
+        "repetition-term",
+        "copy a fitted checkpoint with the repetition term beside its density (weight 0 removes it), recalibrated",
+        add_repetition_term_arguments,
+        repetition_term_command,
     ),
     (
         "interpolate",

@@ -73,7 +73,7 @@ def calibrate(
         raise ValueError(f"{ratings_file}: {len(scores)} ratings, fewer than the {folds} cross-validation folds")
     scorer = DensityScorer(checkpoint, **scorer_options)
     features = scorer.features(contexts, responses)
-    distances = scorer.stats.distances(features)
+    distances = scorer.distances_of(features, responses)
     classifier = scorer.classifier_from_features(features) if scorer.checkpoint.head is not None else None
     head = RatingHead.fit(distances, classifier, features, scores, folds=folds, seed=seed)
     out = Path(out)

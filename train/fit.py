@@ -7,6 +7,7 @@ import json
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from safetensors.numpy import load_file, save_file
@@ -15,6 +16,7 @@ from density_metric.checkpoint_format import CONFIG_FILE, HEAD_FILE, DensityConf
 from density_metric.errors import fail
 from density_metric.features import Encoder
 from density_metric.gaussian import ESTIMATORS, GaussianAccumulator, GaussianStats
+from density_metric.repetition import RepetitionTerm
 
 from .config import add_pair_format_arguments, init_from_pair_format, pair_format_from
 from .corpora import add_corpus_arguments, load_corpus
@@ -54,10 +56,30 @@ def fit_from_moments(
     *,
     estimator: str = "pinv",
     batch_size: int = 64,
+    repetition_weight: float = 0.0,
+    train_responses: Sequence[str] = (),
 ) -> GaussianStats:
-    """Precision from accumulated moments; calibration quantiles from held-out gold pairs."""
+    """Precision from accumulated moments; with a ``repetition_weight``, the repetition term of the training
+    golds' replies (``train_responses``); calibration quantiles from held-out gold pairs."""
     stats = GaussianStats.fit(accumulator, estimator=estimator)
-    return stats.calibrated(stats.distances(encoder.features(*heldout_pairs, batch_size=batch_size, progress=True)))
+    return with_repetition_term(stats, encoder, train_responses, heldout_pairs, repetition_weight, batch_size)
+
+
+def with_repetition_term(
+    stats: GaussianStats,
+    encoder: Encoder,
+    train_responses: Sequence[str],
+    heldout_pairs: tuple[Sequence, Sequence],
+    weight: float,
+    batch_size: int = 64,
+) -> GaussianStats:
+    """``stats`` with the repetition term of weight ``weight`` (none for 0; rep-2 mean and sd over the training
+    golds' replies, :mod:`density_metric.repetition`) and calibration quantiles of the held-out golds' distances
+    with that term."""
+    term = RepetitionTerm.fit(encoder.rep2(train_responses), weight) if weight else None
+    stats = replace(stats, repetition=term)
+    features = encoder.features(*heldout_pairs, batch_size=batch_size, progress=True)
+    return stats.calibrated(stats.distances(features, encoder.rep2(heldout_pairs[1])))
 
 
 def save_moments(path, accumulator: GaussianAccumulator) -> None:
@@ -91,6 +113,7 @@ def fit_and_write(
     reference_package=False,
     estimator="pinv",
     weights_dtype="float32",
+    repetition_weight=0.0,
 ) -> dict:
     """Fit the Gaussian with the encoder at ``encoder_dir`` and write a checkpoint to ``out``.
 
@@ -112,7 +135,15 @@ def fit_and_write(
         accumulator = accumulate_features(encoder, *train_pairs, batch_size=batch_size)
         if moments:
             save_moments(moments, accumulator)
-    stats = fit_from_moments(encoder, accumulator, valid_pairs, batch_size=batch_size, estimator=estimator)
+    stats = fit_from_moments(
+        encoder,
+        accumulator,
+        valid_pairs,
+        batch_size=batch_size,
+        estimator=estimator,
+        repetition_weight=repetition_weight,
+        train_responses=train_pairs[1],
+    )
     head = None if reference_package else load_head(head_path, stats.dim)
     save_checkpoint(out, stats, config, head=head, card=card)
     seconds = time.perf_counter() - started
@@ -170,6 +201,17 @@ def add_fit_arguments(parser) -> None:
         default="float32",
         help="dtype of the encoder weights written to the checkpoint (and used for the fit)",
     )
+    add_repetition_weight_argument(parser)
+
+
+def add_repetition_weight_argument(parser, flag: str = "--repetition-weight", default: float = 0.0) -> None:
+    parser.add_argument(
+        flag,
+        type=float,
+        default=default,
+        help="weight w of the repetition term beside the density, -sqrt(d^2 + w^2 max(z, 0)^2) with z the reply's "
+        "standardised rep-2 (density_metric.repetition); 0: the paper's density alone",
+    )
 
 
 def fit_command(args) -> None:
@@ -212,7 +254,84 @@ def fit_command(args) -> None:
             reference_package=args.reference_package,
             estimator=args.estimator,
             weights_dtype=args.weights_dtype,
+            repetition_weight=args.repetition_weight,
         )
     except (ValueError, OSError) as err:  # CheckpointError is a ValueError: each names its file
+        fail(str(err))
+    print(json.dumps(report, indent=2))
+
+
+# --- python -m train repetition-term: the term added to a fitted checkpoint -----------------------
+
+
+def add_repetition_term(
+    checkpoint: str, out: Path, weight: float, train_responses, heldout_pairs, *, batch_size=64, device="auto"
+) -> dict:
+    """Write a copy of ``checkpoint`` to ``out`` whose Gaussian file carries the repetition term of weight
+    ``weight`` (0 removes it), recalibrated on ``heldout_pairs``; the mean and precision are kept as fitted."""
+    import shutil
+
+    from density_metric import DensityScorer
+    from density_metric.checkpoint_format import (
+        CARD_FILE,
+        CHECKPOINT_FILES,
+        GAUSSIAN_FILE,
+        load_checkpoint,
+        read_safetensors,
+        save_gaussian,
+    )
+    from density_metric.fingerprint import FINGERPRINT_KEY
+
+    scorer = DensityScorer(checkpoint, device=device, dtype="float32")
+    source, out = scorer.checkpoint.path, Path(out)
+    if scorer.checkpoint.rating is not None:
+        raise ValueError(f"{source}: its rating head was fitted on the distances without the term; add the term first")
+    if out.resolve() == source.resolve():
+        raise ValueError(f"{out}: write the new checkpoint to a new folder, not over {source}")
+    stats = with_repetition_term(scorer.stats, scorer.encoder, train_responses, heldout_pairs, weight, batch_size)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in CHECKPOINT_FILES:
+        if (source / name).is_file() and name != GAUSSIAN_FILE:
+            shutil.copy2(source / name, out / name)
+    _, metadata = read_safetensors(source / GAUSSIAN_FILE)
+    save_gaussian(out / GAUSSIAN_FILE, stats, metadata.get(FINGERPRINT_KEY))
+    load_checkpoint(out)  # what was written loads
+    term = stats.repetition
+    return {
+        "checkpoint": scorer.checkpoint.source,
+        "revision": scorer.checkpoint.revision,
+        "train_responses": len(train_responses),
+        "heldout_pairs": len(heldout_pairs[1]),
+        "repetition": None if term is None else {"weight": term.weight, "mean": term.mean, "sd": term.sd},
+        "heldout_distance_median": float(stats.quantiles[len(stats.quantiles) // 2]),
+        "card": str(out / CARD_FILE) + " (copied unchanged: say what the term is in it)",
+        "out": str(out),
+    }
+
+
+def add_repetition_term_arguments(parser) -> None:
+    """The flags of ``python -m train repetition-term``."""
+    parser.add_argument("checkpoint", help="'default', a checkpoint directory, or a Hub repo id")
+    add_corpus_arguments(parser)
+    add_repetition_weight_argument(parser, "--weight", 6.0)
+    parser.add_argument("--out", required=True, type=Path, help="folder for the new checkpoint")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--device", default="auto")
+
+
+def repetition_term_command(args) -> None:
+    """``python -m train repetition-term``: a fitted checkpoint plus the repetition term of its training corpus."""
+    try:
+        train_pairs, valid_pairs = load_corpus(args)
+        report = add_repetition_term(
+            args.checkpoint,
+            args.out,
+            args.weight,
+            train_pairs[1],
+            valid_pairs,
+            batch_size=args.batch_size,
+            device=args.device,
+        )
+    except (ValueError, OSError) as err:
         fail(str(err))
     print(json.dumps(report, indent=2))

@@ -15,12 +15,12 @@ WEIGHTS = (0, 1, 2, 3, 4, 6, 8)  # 0: the control, the plain density
 OTHERS = [kind for kind in KINDS if kind != "repeat"]
 
 
-def table(features: dict, stats: dict, human: np.ndarray) -> dict[float, dict[str, float]]:
+def table(features: dict, stats: dict, human: np.ndarray, weights=WEIGHTS) -> dict[float, dict[str, float]]:
     """Per weight: the density AUC of the gold against each kind, and `dev` Spearman x100."""
     gaussian = gaussian_of(features["fit"])
     mean, sd = stats["fit"][:, 1].mean(), stats["fit"][:, 1].std()
     out = {}
-    for w in WEIGHTS:
+    for w in weights:
 
         def score(name, w=w):
             z = np.maximum((stats[name][:, 1] - mean) / sd, 0.0)

@@ -1,0 +1,67 @@
+"""An optional repetition term beside the density: s_w(r) = -sqrt(d(g)^2 + w^2 max(z, 0)^2).
+
+d(g) is the Mahalanobis distance of g(c, r) (the paper's score is -d), z the reply's rep-2 standardised by the
+mean m and standard deviation sd of the fit golds' rep-2, and w a weight. rep-2 = 1 - distinct bigrams / bigrams of
+the reply's word pieces (Welleck et al., ICLR 2020, a measure of degenerate repetition); 0 for fewer than 2 pieces.
+
+Why a term outside the Gaussian: g(c, r) is a mean over the reply's tokens, and a span said again has about the
+span's mean, so the density cannot see repetition; a statistic appended to g counts as one axis of d + 1 and a
+Mahalanobis distance is unchanged by rescaling it, so its weight has to sit outside. One-sided: a reply that
+repeats itself less than golds do is not pushed out. With w = 0, or in a checkpoint without the term, the score is
+the paper's. What it does and costs: ``results/pilots/repetition/NOTES.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def rep2(pieces: Sequence[Sequence[int]]) -> np.ndarray:
+    """rep-2 of each reply's token ids: (n,) float64, 1 - distinct bigrams / bigrams (0 with fewer than 2 ids).
+
+    Vectorised over all replies: every bigram becomes one integer key with its row, and the distinct
+    (row, key) pairs are counted per row.
+    """
+    lengths = np.fromiter((len(ids) for ids in pieces), dtype=np.int64, count=len(pieces))
+    out = np.zeros(len(pieces), dtype=np.float64)
+    if not len(pieces) or lengths.max(initial=0) < 2:
+        return out
+    ids = np.concatenate([np.asarray(p, dtype=np.int64) for p in pieces if len(p)])
+    rows = np.repeat(np.arange(len(pieces)), lengths)
+    inside = rows[1:] == rows[:-1]  # bigram (i, i + 1) lies within one reply
+    first, second, row = ids[:-1][inside], ids[1:][inside], rows[1:][inside]
+    vocabulary = int(ids.max()) + 1
+    keys = (row * vocabulary + first) * vocabulary + second
+    distinct = np.bincount(np.unique(keys) // (vocabulary * vocabulary), minlength=len(pieces))
+    bigrams = np.maximum(lengths - 1, 0)
+    has = bigrams > 0
+    out[has] = 1.0 - distinct[has] / bigrams[has]
+    return out
+
+
+@dataclass(frozen=True)
+class RepetitionTerm:
+    """w, and the fit golds' rep-2 mean m and standard deviation sd (sd > 0)."""
+
+    weight: float
+    mean: float
+    sd: float
+
+    @classmethod
+    def fit(cls, gold_rep2: np.ndarray, weight: float) -> RepetitionTerm:
+        """The term with the fit golds' rep-2 values (n,) and weight ``w``."""
+        gold_rep2 = np.asarray(gold_rep2, dtype=np.float64)
+        if not weight > 0 or not np.isfinite(weight):
+            raise ValueError(f"the repetition weight must be a positive number, got {weight!r}")
+        sd = float(gold_rep2.std()) if gold_rep2.size else 0.0
+        if gold_rep2.ndim != 1 or not sd > 0:
+            raise ValueError(f"rep-2 of the fit golds must vary over at least 2 replies, got shape {gold_rep2.shape}")
+        return cls(float(weight), float(gold_rep2.mean()), sd)
+
+    def distances(self, distances: np.ndarray, reply_rep2: np.ndarray) -> np.ndarray:
+        """sqrt(d^2 + w^2 max(z, 0)^2): (n,) float64, from the density's distances and the replies' rep-2."""
+        z = np.maximum((np.asarray(reply_rep2, dtype=np.float64) - self.mean) / self.sd, 0.0)
+        return np.sqrt(np.asarray(distances, dtype=np.float64) ** 2 + (self.weight * z) ** 2)

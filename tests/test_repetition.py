@@ -1,0 +1,163 @@
+"""The optional repetition term beside the density (density_metric.repetition), checked against naive loops."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from density_metric.checkpoint_format import GAUSSIAN_FILE, load_checkpoint, read_safetensors
+from density_metric.errors import CheckpointError
+from density_metric.gaussian import GaussianStats
+from density_metric.repetition import RepetitionTerm, rep2
+
+from .tiny import synthetic_pairs
+
+
+def naive_rep2(ids: list[int]) -> float:
+    """1 - distinct bigrams / bigrams, one reply at a time."""
+    bigrams = [(ids[i], ids[i + 1]) for i in range(len(ids) - 1)]
+    return 1 - len(set(bigrams)) / len(bigrams) if bigrams else 0.0
+
+
+def test_rep2_counts_bigrams_said_again():
+    # (1,2) (2,1) (1,2) (2,1) (1,2): 2 distinct of 5; "a b c": none repeated; empty and one piece: 0
+    assert rep2([[1, 2, 1, 2, 1, 2], [5, 6, 7], [], [9], [4, 4, 4]]) == pytest.approx([0.6, 0.0, 0.0, 0.0, 0.5])
+
+
+def test_rep2_matches_a_loop_and_never_mixes_replies():
+    rng = np.random.default_rng(0)
+    replies = [rng.integers(0, 6, size=rng.integers(0, 15)).tolist() for _ in range(400)]
+    replies += [[3, 4], [4, 3]]  # a bigram across the boundary of two replies must not count
+    np.testing.assert_allclose(rep2(replies), [naive_rep2(ids) for ids in replies], rtol=0, atol=1e-15)
+    assert rep2([]).shape == (0,)
+
+
+def test_term_is_one_sided_and_adds_in_quadrature():
+    term = RepetitionTerm.fit(np.array([0.0, 0.0, 0.1, 0.3]), weight=6.0)
+    mean, sd = 0.1, np.std([0.0, 0.0, 0.1, 0.3])
+    distances, reply_rep2 = np.array([3.0, 4.0, 5.0]), np.array([0.0, 0.1, 0.5])
+    z = (0.5 - mean) / sd
+    expected = [3.0, 4.0, np.sqrt(25.0 + 36.0 * z * z)]
+    np.testing.assert_allclose(term.distances(distances, reply_rep2), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("gold", "weight", "message"),
+    [
+        (np.zeros(5), 6.0, "must vary"),
+        (np.array([0.0, 0.5]), 0.0, "positive"),
+        (np.array([0.0, 0.5]), -1.0, "positive"),
+    ],
+)
+def test_a_term_that_cannot_work_is_refused(gold, weight, message):
+    with pytest.raises(ValueError, match=message):
+        RepetitionTerm.fit(gold, weight)
+
+
+def test_statistics_with_a_term_refuse_distances_without_the_replies():
+    stats = GaussianStats(np.zeros(2), np.eye(2), 10, "pinv", repetition=RepetitionTerm(6.0, 0.1, 0.2))
+    with pytest.raises(ValueError, match="rep-2"):
+        stats.distances(np.ones((1, 2)))
+    np.testing.assert_allclose(stats.distances(np.ones((1, 2)), np.array([0.5])), [np.sqrt(2 + 144)])
+
+
+@pytest.fixture(scope="module")
+def repetition_checkpoint(tiny_shared_checkpoint, tmp_path_factory):
+    """The tiny shared-context checkpoint with the term (w = 6), added by ``python -m train repetition-term``'s
+    function on synthetic training replies, and the replies and held-out pairs it used."""
+    from train.fit import add_repetition_term
+
+    out = tmp_path_factory.mktemp("repetition") / "checkpoint"
+    train_responses = synthetic_pairs(300, seed=1)[1]
+    heldout = synthetic_pairs(200, seed=2)
+    report = add_repetition_term(str(tiny_shared_checkpoint), out, 6.0, train_responses, heldout, device="cpu")
+    return out, report, train_responses, heldout
+
+
+def test_added_term_holds_the_training_replies_statistics_and_recalibrates(repetition_checkpoint):
+    from density_metric import DensityScorer
+
+    out, report, train_responses, heldout = repetition_checkpoint
+    loaded = load_checkpoint(out)
+    scorer = DensityScorer(str(out), device="cpu", dtype="float32")
+    tokenizer = scorer.encoder.tokenizer
+    gold = np.array([naive_rep2(tokenizer(r, add_special_tokens=False)["input_ids"]) for r in train_responses])
+    term = loaded.stats.repetition
+    assert (term.weight, term.mean, term.sd) == pytest.approx((6.0, gold.mean(), gold.std()), rel=1e-12)
+    assert report["repetition"]["mean"] == pytest.approx(gold.mean())
+    # the quantiles are those of the held-out distances with the term
+    heldout_distances = scorer.distances(*heldout)
+    np.testing.assert_allclose(loaded.stats.quantiles[[0, 500, 1000]], np.quantile(heldout_distances, [0, 0.5, 1]))
+
+
+def test_scores_add_the_term_to_the_plain_density(repetition_checkpoint, tiny_shared_checkpoint):
+    from density_metric import DensityScorer
+
+    out, *_ = repetition_checkpoint
+    plain = DensityScorer(str(tiny_shared_checkpoint), device="cpu", dtype="float32")
+    with_term = DensityScorer(str(out), device="cpu", dtype="float32")
+    context = ["hi how are you"]
+    replies = ["fine thanks", "fine fine fine fine fine fine", "good day good day good day", "nice weather"]
+    d = -plain.rank(context, replies).scores
+    term = with_term.stats.repetition
+    pieces = [with_term.encoder.tokenizer(r, add_special_tokens=False)["input_ids"] for r in replies]
+    z = np.maximum((np.array([naive_rep2(p) for p in pieces]) - term.mean) / term.sd, 0.0)
+    expected = -np.sqrt(d**2 + (term.weight * z) ** 2)
+    np.testing.assert_allclose(with_term.score([context] * len(replies), replies).scores, expected, rtol=1e-6)
+    np.testing.assert_allclose(with_term.rank(context, replies).scores, expected, rtol=1e-6)
+    assert z[0] == 0 and z[1] > 0 and z[2] > 0  # only the repetitive replies move
+
+
+def test_weight_zero_removes_the_term(repetition_checkpoint, tmp_path):
+    from train.fit import add_repetition_term
+
+    out, _, train_responses, heldout = repetition_checkpoint
+    add_repetition_term(str(out), tmp_path / "plain", 0.0, train_responses, heldout, device="cpu")
+    assert load_checkpoint(tmp_path / "plain").stats.repetition is None
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda t: t.pop("repetition_sd"), "incomplete: repetition_sd missing"),
+        (lambda t: t.update(repetition_weight=np.asarray(-6.0)), "must be positive"),
+        (lambda t: t.update(repetition_mean=np.asarray(1.5)), r"in \[0, 1\]"),
+        (lambda t: t.update(repetition_sd=np.asarray([0.1, 0.2])), "float64 scalar"),
+        (lambda t: t.update(repetition_weight=np.asarray(np.nan)), "not finite"),
+    ],
+)
+def test_a_damaged_term_is_an_error_naming_the_file(repetition_checkpoint, tmp_path, change, message):
+    import shutil
+
+    from safetensors.numpy import save_file
+
+    out, *_ = repetition_checkpoint
+    damaged = tmp_path / "damaged"
+    shutil.copytree(out, damaged)
+    tensors, metadata = read_safetensors(damaged / GAUSSIAN_FILE)
+    change(tensors)
+    save_file(tensors, str(damaged / GAUSSIAN_FILE), metadata=metadata)
+    with pytest.raises(CheckpointError, match=message) as error:
+        load_checkpoint(damaged)
+    assert GAUSSIAN_FILE in str(error.value)
+
+
+def test_repetition_term_command_writes_a_checkpoint_and_refuses_a_bad_weight(
+    tmp_path, tiny_shared_checkpoint, train_cli_error
+):
+    import json
+
+    from train.__main__ import main
+
+    for split, seed in (("train", 3), ("valid", 4)):  # dialogues of 4 random sentences, some of which repeat a bigram
+        turns = synthetic_pairs(120, seed)[1]
+        dialogues = [turns[i : i + 4] for i in range(0, 120, 4)]
+        (tmp_path / f"{split}.jsonl").write_text("\n".join(json.dumps(d) for d in dialogues) + "\n")
+    corpus = ["--corpus", "jsonl", "--train-file", str(tmp_path / "train.jsonl")]
+    corpus += ["--valid-file", str(tmp_path / "valid.jsonl"), "--device", "cpu"]
+    main(["repetition-term", str(tiny_shared_checkpoint), *corpus, "--out", str(tmp_path / "out")])
+    assert load_checkpoint(tmp_path / "out").stats.repetition.weight == 6.0
+    line = train_cli_error(
+        ["repetition-term", str(tiny_shared_checkpoint), *corpus, "--weight", "-1", "--out", str(tmp_path / "bad")]
+    )
+    assert "repetition weight must be a positive number" in line
