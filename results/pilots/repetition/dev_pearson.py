@@ -1,0 +1,19 @@
+"""After the w = 6 test look failed on DailyDialog-Zhao Pearson: `dev` Pearson and Spearman of the plain density and of
+s_w (w = 6) on the confirmation's seed-44 draws (cached features), and how far the term pushes the `dev` rows that
+repeat themselves. Validation only. Usage: PYTHONPATH=. python results/pilots/repetition/dev_pearson.py"""
+
+import numpy as np
+from scipy.stats import pearsonr, spearmanr
+
+from results.pilots.repetition.look import OUT, gaussian_of, measured
+
+features, stats, human = measured("density_metric/default", 44, OUT / "shipped-features-s44.npz")
+gaussian = gaussian_of(features["fit"])
+mean, sd = stats["fit"][:, 1].mean(), stats["fit"][:, 1].std()
+d = gaussian.distances(features["dev"])
+z = np.maximum((stats["dev"][:, 1] - mean) / sd, 0)
+print(f"dev rows with z > 0: {(z > 0).sum()} of {len(z)}; largest w z at w = 6: {6 * z.max():.1f}")
+print(f"dev distances d: median {np.median(d):.1f}, largest {d.max():.1f}")
+for w in (0, 6):
+    s = -np.sqrt(d**2 + (w * z) ** 2)
+    print(f"w = {w}: dev Pearson {100 * pearsonr(s, human)[0]:.2f}, Spearman {100 * spearmanr(s, human)[0]:.2f}")
