@@ -6,9 +6,10 @@ holding::
     density_config.json          format version, pair format, score definition
     density_gaussian.safetensors mean (d,) f64, precision (d, d) f64 symmetric positive
                                  semi-definite and not zero, n_samples () i64,
-                                 quantiles (k,) f64; optional, all three or none: repetition_weight,
-                                 repetition_mean, repetition_sd () f64 (:mod:`density_metric.repetition`;
-                                 the quantiles are then of the distance with that term); metadata:
+                                 quantiles (k,) f64; optional, all four or none: repetition_weight,
+                                 repetition_mean, repetition_sd, repetition_cap () f64
+                                 (:mod:`density_metric.repetition`; the quantiles are then of the
+                                 distance with that term); metadata:
                                  format_version, estimator, encoder_fingerprint
                                  (:mod:`density_metric.fingerprint`)
     density_head.safetensors     optional: the response-selection head f(c, r) = weight . g + bias,
@@ -58,7 +59,7 @@ GAUSSIAN_FILE = "density_gaussian.safetensors"
 HEAD_FILE = "density_head.safetensors"
 RATING_FILE = "density_rating.safetensors"
 RATING_METADATA = ("inputs", "n_ratings", "alpha", "folds", "cv_mse", "rating_min", "rating_max")
-REPETITION_KEYS = ("repetition_weight", "repetition_mean", "repetition_sd")
+REPETITION_KEYS = ("repetition_weight", "repetition_mean", "repetition_sd", "repetition_cap")
 ENCODER_FILES = ("config.json", "model.safetensors")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
 CARD_FILE = "README.md"
@@ -209,8 +210,8 @@ def check_gaussian(tensors: dict[str, np.ndarray], metadata: dict[str, str], pat
 
 def check_repetition(tensors: dict[str, np.ndarray], path: os.PathLike | str) -> RepetitionTerm | None:
     """The optional repetition term of ``density_gaussian.safetensors`` (None without one), or a
-    CheckpointError naming ``path``: all of its three scalars or none, weight and sd positive, the
-    mean of a rep-2 in [0, 1]."""
+    CheckpointError naming ``path``: all of its four scalars or none, weight, sd and cap positive (the cap may be
+    infinite), the mean of a rep-2 in [0, 1]."""
     present = [key for key in REPETITION_KEYS if tensors.get(key) is not None]
     if not present:
         return None
@@ -221,14 +222,16 @@ def check_repetition(tensors: dict[str, np.ndarray], path: os.PathLike | str) ->
         value = tensors[key]
         if value.dtype != np.float64 or value.shape != ():
             raise CheckpointError(path, f"tensor {key!r} must be a float64 scalar, got {value.dtype} {value.shape}")
-        if not np.isfinite(value):
+        if np.isnan(value) or (key != "repetition_cap" and not np.isfinite(value)):
             raise CheckpointError(path, f"tensor {key!r} is {value}, not finite")
-    weight, mean, sd = (float(tensors[key]) for key in REPETITION_KEYS)
-    if weight <= 0 or sd <= 0:
-        raise CheckpointError(path, f"repetition_weight and repetition_sd must be positive, got {weight}, {sd}")
+    weight, mean, sd, cap = (float(tensors[key]) for key in REPETITION_KEYS)
+    if weight <= 0 or sd <= 0 or cap <= 0:
+        raise CheckpointError(
+            path, f"repetition_weight, repetition_sd and repetition_cap must be positive, got {weight}, {sd}, {cap}"
+        )
     if not 0 <= mean <= 1:
         raise CheckpointError(path, f"repetition_mean is a mean rep-2, so in [0, 1]; got {mean}")
-    return RepetitionTerm(weight, mean, sd)
+    return RepetitionTerm(weight, mean, sd, cap)
 
 
 def check_precision(precision: np.ndarray, path: os.PathLike | str) -> None:
@@ -375,7 +378,7 @@ def _gaussian_tensors(
     }
     if stats.repetition is not None:
         term = stats.repetition
-        for key, value in zip(REPETITION_KEYS, (term.weight, term.mean, term.sd)):
+        for key, value in zip(REPETITION_KEYS, (term.weight, term.mean, term.sd, term.cap)):
             tensors[key] = np.asarray(value, dtype=np.float64)
     metadata = {"format_version": str(FORMAT_VERSION), "estimator": stats.estimator}
     if fingerprint is not None:

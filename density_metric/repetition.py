@@ -1,18 +1,21 @@
-"""An optional repetition term beside the density: s_w(r) = -sqrt(d(g)^2 + w^2 max(z, 0)^2).
+"""An optional repetition term beside the density: s(r) = -sqrt(d(g)^2 + min(w max(z, 0), K)^2).
 
 d(g) is the Mahalanobis distance of g(c, r) (the paper's score is -d), z the reply's rep-2 standardised by the
-mean m and standard deviation sd of the fit golds' rep-2, and w a weight. rep-2 = 1 - distinct bigrams / bigrams of
+mean m and standard deviation sd of the fit golds' rep-2, w a weight and K a cap on the push, in distance units
+(infinite: no cap). rep-2 = 1 - distinct bigrams / bigrams of
 the reply's word pieces (Welleck et al., ICLR 2020, a measure of degenerate repetition); 0 for fewer than 2 pieces.
 
 Why a term outside the Gaussian: g(c, r) is a mean over the reply's tokens, and a span said again has about the
 span's mean, so the density cannot see repetition; a statistic appended to g counts as one axis of d + 1 and a
 Mahalanobis distance is unchanged by rescaling it, so its weight has to sit outside. One-sided: a reply that
-repeats itself less than golds do is not pushed out. With w = 0, or in a checkpoint without the term, the score is
+repeats itself less than golds do is not pushed out. Bounded: unbounded, a reply that says one bigram again and
+again lands far off the distances' scale, which a linear correlation with people's ratings reads badly. With w = 0, or in a checkpoint without the term, the score is
 the paper's. What it does and costs: ``results/pilots/repetition/NOTES.md``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -44,24 +47,28 @@ def rep2(pieces: Sequence[Sequence[int]]) -> np.ndarray:
 
 @dataclass(frozen=True)
 class RepetitionTerm:
-    """w, and the fit golds' rep-2 mean m and standard deviation sd (sd > 0)."""
+    """w, the fit golds' rep-2 mean m and standard deviation sd (sd > 0), and the cap K (> 0, may be infinite)."""
 
     weight: float
     mean: float
     sd: float
+    cap: float = math.inf
 
     @classmethod
-    def fit(cls, gold_rep2: np.ndarray, weight: float) -> RepetitionTerm:
-        """The term with the fit golds' rep-2 values (n,) and weight ``w``."""
+    def fit(cls, gold_rep2: np.ndarray, weight: float, cap: float = math.inf) -> RepetitionTerm:
+        """The term with the fit golds' rep-2 values (n,), weight ``w`` and cap ``K``."""
         gold_rep2 = np.asarray(gold_rep2, dtype=np.float64)
         if not weight > 0 or not np.isfinite(weight):
             raise ValueError(f"the repetition weight must be a positive number, got {weight!r}")
         sd = float(gold_rep2.std()) if gold_rep2.size else 0.0
         if gold_rep2.ndim != 1 or not sd > 0:
             raise ValueError(f"rep-2 of the fit golds must vary over at least 2 replies, got shape {gold_rep2.shape}")
-        return cls(float(weight), float(gold_rep2.mean()), sd)
+        if not cap > 0:
+            raise ValueError(f"the repetition cap must be positive (inf: none), got {cap!r}")
+        return cls(float(weight), float(gold_rep2.mean()), sd, float(cap))
 
     def distances(self, distances: np.ndarray, reply_rep2: np.ndarray) -> np.ndarray:
-        """sqrt(d^2 + w^2 max(z, 0)^2): (n,) float64, from the density's distances and the replies' rep-2."""
+        """sqrt(d^2 + min(w max(z, 0), K)^2): (n,) float64, from the density's distances and the replies' rep-2."""
         z = np.maximum((np.asarray(reply_rep2, dtype=np.float64) - self.mean) / self.sd, 0.0)
-        return np.sqrt(np.asarray(distances, dtype=np.float64) ** 2 + (self.weight * z) ** 2)
+        push = np.minimum(self.weight * z, self.cap)
+        return np.sqrt(np.asarray(distances, dtype=np.float64) ** 2 + push**2)

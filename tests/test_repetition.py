@@ -41,6 +41,14 @@ def test_term_is_one_sided_and_adds_in_quadrature():
     np.testing.assert_allclose(term.distances(distances, reply_rep2), expected, rtol=1e-12)
 
 
+def test_the_cap_bounds_the_push():
+    term = RepetitionTerm(weight=6.0, mean=0.0, sd=0.1, cap=40.0)
+    # pushes w z = 6, 30, 60: the last is capped at 40
+    np.testing.assert_allclose(
+        term.distances(np.full(3, 10.0), np.array([0.1, 0.5, 1.0])), np.sqrt(100.0 + np.array([36.0, 900.0, 1600.0]))
+    )
+
+
 @pytest.mark.parametrize(
     ("gold", "weight", "message"),
     [
@@ -52,6 +60,8 @@ def test_term_is_one_sided_and_adds_in_quadrature():
 def test_a_term_that_cannot_work_is_refused(gold, weight, message):
     with pytest.raises(ValueError, match=message):
         RepetitionTerm.fit(gold, weight)
+    with pytest.raises(ValueError, match="cap must be positive"):
+        RepetitionTerm.fit(np.array([0.0, 0.5]), 6.0, cap=0.0)
 
 
 def test_statistics_with_a_term_refuse_distances_without_the_replies():
@@ -70,7 +80,9 @@ def repetition_checkpoint(tiny_shared_checkpoint, tmp_path_factory):
     out = tmp_path_factory.mktemp("repetition") / "checkpoint"
     train_responses = synthetic_pairs(300, seed=1)[1]
     heldout = synthetic_pairs(200, seed=2)
-    report = add_repetition_term(str(tiny_shared_checkpoint), out, 6.0, train_responses, heldout, device="cpu")
+    report = add_repetition_term(
+        str(tiny_shared_checkpoint), out, 6.0, train_responses, heldout, cap=40.0, device="cpu"
+    )
     return out, report, train_responses, heldout
 
 
@@ -83,7 +95,7 @@ def test_added_term_holds_the_training_replies_statistics_and_recalibrates(repet
     tokenizer = scorer.encoder.tokenizer
     gold = np.array([naive_rep2(tokenizer(r, add_special_tokens=False)["input_ids"]) for r in train_responses])
     term = loaded.stats.repetition
-    assert (term.weight, term.mean, term.sd) == pytest.approx((6.0, gold.mean(), gold.std()), rel=1e-12)
+    assert (term.weight, term.mean, term.sd, term.cap) == pytest.approx((6.0, gold.mean(), gold.std(), 40.0), rel=1e-12)
     assert report["repetition"]["mean"] == pytest.approx(gold.mean())
     # the quantiles are those of the held-out distances with the term
     heldout_distances = scorer.distances(*heldout)
@@ -102,7 +114,7 @@ def test_scores_add_the_term_to_the_plain_density(repetition_checkpoint, tiny_sh
     term = with_term.stats.repetition
     pieces = [with_term.encoder.tokenizer(r, add_special_tokens=False)["input_ids"] for r in replies]
     z = np.maximum((np.array([naive_rep2(p) for p in pieces]) - term.mean) / term.sd, 0.0)
-    expected = -np.sqrt(d**2 + (term.weight * z) ** 2)
+    expected = -np.sqrt(d**2 + np.minimum(term.weight * z, 40.0) ** 2)
     np.testing.assert_allclose(with_term.score([context] * len(replies), replies).scores, expected, rtol=1e-6)
     np.testing.assert_allclose(with_term.rank(context, replies).scores, expected, rtol=1e-6)
     assert z[0] == 0 and z[1] > 0 and z[2] > 0  # only the repetitive replies move
@@ -124,6 +136,8 @@ def test_weight_zero_removes_the_term(repetition_checkpoint, tmp_path):
         (lambda t: t.update(repetition_mean=np.asarray(1.5)), r"in \[0, 1\]"),
         (lambda t: t.update(repetition_sd=np.asarray([0.1, 0.2])), "float64 scalar"),
         (lambda t: t.update(repetition_weight=np.asarray(np.nan)), "not finite"),
+        (lambda t: t.update(repetition_cap=np.asarray(np.nan)), "not finite"),
+        (lambda t: t.update(repetition_cap=np.asarray(0.0)), "must be positive"),
     ],
 )
 def test_a_damaged_term_is_an_error_naming_the_file(repetition_checkpoint, tmp_path, change, message):
@@ -156,7 +170,10 @@ def test_repetition_term_command_writes_a_checkpoint_and_refuses_a_bad_weight(
     corpus = ["--corpus", "jsonl", "--train-file", str(tmp_path / "train.jsonl")]
     corpus += ["--valid-file", str(tmp_path / "valid.jsonl"), "--device", "cpu"]
     main(["repetition-term", str(tiny_shared_checkpoint), *corpus, "--out", str(tmp_path / "out")])
-    assert load_checkpoint(tmp_path / "out").stats.repetition.weight == 6.0
+    term = load_checkpoint(tmp_path / "out").stats.repetition
+    assert (term.weight, term.cap) == (6.0, 40.0)
+    main(["repetition-term", str(tiny_shared_checkpoint), *corpus, "--cap", "inf", "--out", str(tmp_path / "free")])
+    assert load_checkpoint(tmp_path / "free").stats.repetition.cap == np.inf
     line = train_cli_error(
         ["repetition-term", str(tiny_shared_checkpoint), *corpus, "--weight", "-1", "--out", str(tmp_path / "bad")]
     )

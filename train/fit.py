@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -57,12 +58,16 @@ def fit_from_moments(
     estimator: str = "pinv",
     batch_size: int = 64,
     repetition_weight: float = 0.0,
+    repetition_cap: float = math.inf,
     train_responses: Sequence[str] = (),
 ) -> GaussianStats:
     """Precision from accumulated moments; with a ``repetition_weight``, the repetition term of the training
-    golds' replies (``train_responses``); calibration quantiles from held-out gold pairs."""
+    golds' replies (``train_responses``) capped at ``repetition_cap``; calibration quantiles from held-out gold
+    pairs."""
     stats = GaussianStats.fit(accumulator, estimator=estimator)
-    return with_repetition_term(stats, encoder, train_responses, heldout_pairs, repetition_weight, batch_size)
+    return with_repetition_term(
+        stats, encoder, train_responses, heldout_pairs, repetition_weight, repetition_cap, batch_size
+    )
 
 
 def with_repetition_term(
@@ -71,12 +76,13 @@ def with_repetition_term(
     train_responses: Sequence[str],
     heldout_pairs: tuple[Sequence, Sequence],
     weight: float,
+    cap: float = math.inf,
     batch_size: int = 64,
 ) -> GaussianStats:
-    """``stats`` with the repetition term of weight ``weight`` (none for 0; rep-2 mean and sd over the training
-    golds' replies, :mod:`density_metric.repetition`) and calibration quantiles of the held-out golds' distances
-    with that term."""
-    term = RepetitionTerm.fit(encoder.rep2(train_responses), weight) if weight else None
+    """``stats`` with the repetition term of weight ``weight`` and cap ``cap`` (none for weight 0; rep-2 mean and
+    sd over the training golds' replies, :mod:`density_metric.repetition`) and calibration quantiles of the
+    held-out golds' distances with that term."""
+    term = RepetitionTerm.fit(encoder.rep2(train_responses), weight, cap) if weight else None
     stats = replace(stats, repetition=term)
     features = encoder.features(*heldout_pairs, batch_size=batch_size, progress=True)
     return stats.calibrated(stats.distances(features, encoder.rep2(heldout_pairs[1])))
@@ -114,6 +120,7 @@ def fit_and_write(
     estimator="pinv",
     weights_dtype="float32",
     repetition_weight=0.0,
+    repetition_cap=math.inf,
 ) -> dict:
     """Fit the Gaussian with the encoder at ``encoder_dir`` and write a checkpoint to ``out``.
 
@@ -142,6 +149,7 @@ def fit_and_write(
         batch_size=batch_size,
         estimator=estimator,
         repetition_weight=repetition_weight,
+        repetition_cap=repetition_cap,
         train_responses=train_pairs[1],
     )
     head = None if reference_package else load_head(head_path, stats.dim)
@@ -201,17 +209,19 @@ def add_fit_arguments(parser) -> None:
         default="float32",
         help="dtype of the encoder weights written to the checkpoint (and used for the fit)",
     )
-    add_repetition_weight_argument(parser)
+    add_repetition_arguments(parser)
 
 
-def add_repetition_weight_argument(parser, flag: str = "--repetition-weight", default: float = 0.0) -> None:
+def add_repetition_arguments(parser, prefix: str = "--repetition-", weight: float = 0.0, cap: float = math.inf) -> None:
+    """The flags of the repetition term: ``{prefix}weight`` and ``{prefix}cap``."""
     parser.add_argument(
-        flag,
+        prefix + "weight",
         type=float,
-        default=default,
-        help="weight w of the repetition term beside the density, -sqrt(d^2 + w^2 max(z, 0)^2) with z the reply's "
-        "standardised rep-2 (density_metric.repetition); 0: the paper's density alone",
+        default=weight,
+        help="weight w of the repetition term beside the density, -sqrt(d^2 + min(w max(z, 0), K)^2) with z the "
+        "reply's standardised rep-2 (density_metric.repetition); 0: the paper's density alone",
     )
+    parser.add_argument(prefix + "cap", type=float, default=cap, help="the term's cap K, in distance units (inf: none)")
 
 
 def fit_command(args) -> None:
@@ -255,6 +265,7 @@ def fit_command(args) -> None:
             estimator=args.estimator,
             weights_dtype=args.weights_dtype,
             repetition_weight=args.repetition_weight,
+            repetition_cap=args.repetition_cap,
         )
     except (ValueError, OSError) as err:  # CheckpointError is a ValueError: each names its file
         fail(str(err))
@@ -265,10 +276,19 @@ def fit_command(args) -> None:
 
 
 def add_repetition_term(
-    checkpoint: str, out: Path, weight: float, train_responses, heldout_pairs, *, batch_size=64, device="auto"
+    checkpoint: str,
+    out: Path,
+    weight: float,
+    train_responses,
+    heldout_pairs,
+    *,
+    cap: float = math.inf,
+    batch_size=64,
+    device="auto",
 ) -> dict:
     """Write a copy of ``checkpoint`` to ``out`` whose Gaussian file carries the repetition term of weight
-    ``weight`` (0 removes it), recalibrated on ``heldout_pairs``; the mean and precision are kept as fitted."""
+    ``weight`` and cap ``cap`` (weight 0 removes it), recalibrated on ``heldout_pairs``; the mean and precision
+    are kept as fitted."""
     import shutil
 
     from density_metric import DensityScorer
@@ -288,7 +308,7 @@ def add_repetition_term(
         raise ValueError(f"{source}: its rating head was fitted on the distances without the term; add the term first")
     if out.resolve() == source.resolve():
         raise ValueError(f"{out}: write the new checkpoint to a new folder, not over {source}")
-    stats = with_repetition_term(scorer.stats, scorer.encoder, train_responses, heldout_pairs, weight, batch_size)
+    stats = with_repetition_term(scorer.stats, scorer.encoder, train_responses, heldout_pairs, weight, cap, batch_size)
     out.mkdir(parents=True, exist_ok=True)
     for name in CHECKPOINT_FILES:
         if (source / name).is_file() and name != GAUSSIAN_FILE:
@@ -302,7 +322,9 @@ def add_repetition_term(
         "revision": scorer.checkpoint.revision,
         "train_responses": len(train_responses),
         "heldout_pairs": len(heldout_pairs[1]),
-        "repetition": None if term is None else {"weight": term.weight, "mean": term.mean, "sd": term.sd},
+        "repetition": None
+        if term is None
+        else {"weight": term.weight, "mean": term.mean, "sd": term.sd, "cap": term.cap},
         "heldout_distance_median": float(stats.quantiles[len(stats.quantiles) // 2]),
         "card": str(out / CARD_FILE) + " (copied unchanged: say what the term is in it)",
         "out": str(out),
@@ -313,7 +335,7 @@ def add_repetition_term_arguments(parser) -> None:
     """The flags of ``python -m train repetition-term``."""
     parser.add_argument("checkpoint", help="'default', a checkpoint directory, or a Hub repo id")
     add_corpus_arguments(parser)
-    add_repetition_weight_argument(parser, "--weight", 6.0)
+    add_repetition_arguments(parser, "--", weight=6.0, cap=40.0)
     parser.add_argument("--out", required=True, type=Path, help="folder for the new checkpoint")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--device", default="auto")
@@ -329,6 +351,7 @@ def repetition_term_command(args) -> None:
             args.weight,
             train_pairs[1],
             valid_pairs,
+            cap=args.cap,
             batch_size=args.batch_size,
             device=args.device,
         )
