@@ -1,4 +1,5 @@
-"""Feature extraction g(c, r): the final-layer [CLS] vector of the cross-encoder.
+"""Feature extraction g(c, r): the cross-encoder's final-layer state at the feature token ([CLS], or the first
+token of the reply's block), or its mean over the reply's block, as the pair format's pooling says.
 
 Shared by scoring (this package) and by training and Gaussian fitting (``train/``).
 Pairs are sorted by length, longest first, so that each batch is padded only to its

@@ -97,6 +97,7 @@ def test_added_term_holds_the_training_replies_statistics_and_recalibrates(repet
     term = loaded.stats.repetition
     assert (term.weight, term.mean, term.sd, term.cap) == pytest.approx((6.0, gold.mean(), gold.std(), 40.0), rel=1e-12)
     assert report["repetition"]["mean"] == pytest.approx(gold.mean())
+    assert "## Repetition term" in loaded.card and "w = 6, K = 40" in loaded.card
     # the quantiles are those of the held-out distances with the term
     heldout_distances = scorer.distances(*heldout)
     np.testing.assert_allclose(loaded.stats.quantiles[[0, 500, 1000]], np.quantile(heldout_distances, [0, 0.5, 1]))
@@ -125,7 +126,11 @@ def test_weight_zero_removes_the_term(repetition_checkpoint, tmp_path):
 
     out, _, train_responses, heldout = repetition_checkpoint
     add_repetition_term(str(out), tmp_path / "plain", 0.0, train_responses, heldout, device="cpu")
-    assert load_checkpoint(tmp_path / "plain").stats.repetition is None
+    plain = load_checkpoint(tmp_path / "plain")
+    assert plain.stats.repetition is None
+    assert "Repetition term" not in plain.card and plain.card.startswith("# tiny test checkpoint")
+    add_repetition_term(str(out), tmp_path / "again", 4.0, train_responses, heldout, device="cpu")
+    assert load_checkpoint(tmp_path / "again").card.count("## Repetition term") == 1
 
 
 @pytest.mark.parametrize(

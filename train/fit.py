@@ -315,8 +315,15 @@ def add_repetition_term(
             shutil.copy2(source / name, out / name)
     _, metadata = read_safetensors(source / GAUSSIAN_FILE)
     save_gaussian(out / GAUSSIAN_FILE, stats, metadata.get(FINGERPRINT_KEY))
-    load_checkpoint(out)  # what was written loads
     term = stats.repetition
+    card = (source / CARD_FILE).read_text(encoding="utf-8") if (source / CARD_FILE).is_file() else ""
+    head, found, rest = card.partition(REPETITION_SECTION)
+    if found:  # the source's own section is replaced (or dropped with the term)
+        card = head + (rest[rest.index("\n## ") :] if "\n## " in rest else "")
+    if term is not None:
+        card += repetition_card_section(term, len(train_responses), len(heldout_pairs[1]))
+    (out / CARD_FILE).write_text(card, encoding="utf-8")
+    load_checkpoint(out)  # what was written loads
     return {
         "checkpoint": scorer.checkpoint.source,
         "revision": scorer.checkpoint.revision,
@@ -326,9 +333,24 @@ def add_repetition_term(
         if term is None
         else {"weight": term.weight, "mean": term.mean, "sd": term.sd, "cap": term.cap},
         "heldout_distance_median": float(stats.quantiles[len(stats.quantiles) // 2]),
-        "card": str(out / CARD_FILE) + " (copied unchanged: say what the term is in it)",
         "out": str(out),
     }
+
+
+REPETITION_SECTION = "\n## Repetition term\n"
+
+
+def repetition_card_section(term: RepetitionTerm, train_replies: int, heldout_pairs: int) -> str:
+    """The card section of a checkpoint that carries the repetition term."""
+    return (
+        f"{REPETITION_SECTION}\n"
+        "This checkpoint scores s(r) = -sqrt(d^2 + min(w max(z, 0), K)^2): d is the density's Mahalanobis distance, z "
+        "the reply's rep-2 (1 - distinct word-piece bigrams / bigrams) standardised by the mean and standard deviation "
+        f"of the rep-2 of {train_replies:,} training replies (m = {term.mean:.5f}, sd = {term.sd:.5f}), w = "
+        f"{term.weight:g}, K = {term.cap:g}; calibration quantiles from {heldout_pairs:,} held-out pairs, with the "
+        "term. Written by `python -m train repetition-term`; the scores differ from the density's alone wherever a "
+        "reply repeats a bigram more than human replies do on average.\n"
+    )
 
 
 def add_repetition_term_arguments(parser) -> None:
