@@ -179,11 +179,12 @@ def main(argv=None) -> None:
             "scorer_fp32_pairs_per_s": len(responses) / t32,
             "scorer_bf16_pairs_per_s": len(responses) / t16,
             # Compared only where nothing is truncated: the naive loop cuts the other end, like the authors' code.
-            # It reads pairs in the paper layout, so for another layout it is a timing baseline only (the
-            # shared-context layout's packed-equals-alone check is in tests/test_shared_context.py).
+            # It reads pairs in the paper layout and scores the density alone, so for another layout or a
+            # checkpoint with the repetition term it is a timing baseline only (the shared-context layout's
+            # packed-equals-alone check is in tests/test_shared_context.py, the term's in tests/test_repetition.py).
             "naive_vs_scorer_max_abs_diff": (
                 float(np.abs(naive - ours32.scores[:naive_n])[whole[:naive_n]].max())
-                if fp32.encoder.pair_format.layout == "paper"
+                if fp32.encoder.pair_format.layout == "paper" and fp32.stats.repetition is None
                 else None
             ),
             "bf16_vs_fp32_spearman": float(spearmanr(ours16.scores, ours32.scores).statistic),
