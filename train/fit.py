@@ -331,7 +331,12 @@ def add_repetition_term(
         "heldout_pairs": len(heldout_pairs[1]),
         "repetition": None
         if term is None
-        else {"weight": term.weight, "mean": term.mean, "sd": term.sd, "cap": term.cap},
+        else {
+            "weight": term.weight,
+            "mean": term.mean,
+            "sd": term.sd,
+            "cap": term.cap if term.cap < math.inf else "none",
+        },
         "heldout_distance_median": float(stats.quantiles[len(stats.quantiles) // 2]),
         "out": str(out),
     }
