@@ -321,7 +321,9 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
         return (
             "### What the scores mean\n"
             "- **raw score** s(r): minus the Mahalanobis distance of the (context, reply) feature to the "
-            "Gaussian of human replies. Higher is more human-like; compare within one checkpoint only.\n"
+            "Gaussian of human replies"
+            + (", with the card's repetition term" if scorer.stats.repetition is not None else "")
+            + ". Higher is more human-like; compare within one checkpoint only.\n"
             "- **calibrated**: the share of held-out human replies that are *less* typical. 0.9: more typical "
             "than 90 % of real human replies; human replies average 0.5.\n\n"
             f"### Checkpoint\n`{scorer.signature}`\n\n{body}"

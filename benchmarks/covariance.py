@@ -5,7 +5,8 @@
 Fits all three on the same encoded DailyDialog training pairs (one encoding pass) and
 reports, for each, the validation separation of gold from random responses (ROC AUC; the
 selection criterion) and, for information only, Spearman rho on DailyDialog-Zhao (paper
-protocol). Human judgments are not used to choose.
+protocol). Human judgments are not used to choose. It compares the density alone: a checkpoint's
+repetition term (density_metric.repetition), if it has one, is left out of every column.
 """
 
 from __future__ import annotations

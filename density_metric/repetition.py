@@ -25,20 +25,22 @@ import numpy as np
 def rep2(pieces: Sequence[Sequence[int]]) -> np.ndarray:
     """rep-2 of each reply's token ids: (n,) float64, 1 - distinct bigrams / bigrams (0 with fewer than 2 ids).
 
-    Vectorised over all replies: every bigram becomes one integer key with its row, and the distinct
-    (row, key) pairs are counted per row.
+    Vectorised over all replies: the (reply, first id, second id) triples of every bigram are sorted
+    together, and a triple that differs from the one before it is a distinct bigram of its reply.
     """
     lengths = np.fromiter((len(ids) for ids in pieces), dtype=np.int64, count=len(pieces))
     out = np.zeros(len(pieces), dtype=np.float64)
     if not len(pieces) or lengths.max(initial=0) < 2:
         return out
     ids = np.concatenate([np.asarray(p, dtype=np.int64) for p in pieces if len(p)])
-    rows = np.repeat(np.arange(len(pieces)), lengths)
+    rows = np.repeat(np.arange(len(pieces), dtype=np.int64), lengths)
     inside = rows[1:] == rows[:-1]  # bigram (i, i + 1) lies within one reply
     first, second, row = ids[:-1][inside], ids[1:][inside], rows[1:][inside]
-    vocabulary = int(ids.max()) + 1
-    keys = (row * vocabulary + first) * vocabulary + second
-    distinct = np.bincount(np.unique(keys) // (vocabulary * vocabulary), minlength=len(pieces))
+    order = np.lexsort((second, first, row))
+    first, second, row = first[order], second[order], row[order]
+    new = np.ones(len(row), dtype=bool)
+    new[1:] = (row[1:] != row[:-1]) | (first[1:] != first[:-1]) | (second[1:] != second[:-1])
+    distinct = np.bincount(row[new], minlength=len(pieces))
     bigrams = np.maximum(lengths - 1, 0)
     has = bigrams > 0
     out[has] = 1.0 - distinct[has] / bigrams[has]
@@ -69,6 +71,9 @@ class RepetitionTerm:
 
     def distances(self, distances: np.ndarray, reply_rep2: np.ndarray) -> np.ndarray:
         """sqrt(d^2 + min(w max(z, 0), K)^2): (n,) float64, from the density's distances and the replies' rep-2."""
-        z = np.maximum((np.asarray(reply_rep2, dtype=np.float64) - self.mean) / self.sd, 0.0)
+        distances, reply_rep2 = np.asarray(distances, dtype=np.float64), np.asarray(reply_rep2, dtype=np.float64)
+        if distances.shape != reply_rep2.shape:
+            raise ValueError(f"{distances.shape} distances but {reply_rep2.shape} rep-2 values: one per reply")
+        z = np.maximum((reply_rep2 - self.mean) / self.sd, 0.0)
         push = np.minimum(self.weight * z, self.cap)
-        return np.sqrt(np.asarray(distances, dtype=np.float64) ** 2 + push**2)
+        return np.sqrt(distances**2 + push**2)

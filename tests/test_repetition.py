@@ -13,6 +13,27 @@ from density_metric.repetition import RepetitionTerm, rep2
 from .tiny import synthetic_pairs
 
 
+def write_repetitive_corpus(folder) -> list[str]:
+    """train.jsonl and valid.jsonl in ``folder``: dialogues of 4 random sentences, some of which repeat a bigram;
+    returns the corpus flags (and --device cpu) of the train commands."""
+    import json
+
+    for split, seed in (("train", 3), ("valid", 4)):
+        turns = synthetic_pairs(120, seed)[1]
+        dialogues = [turns[i : i + 4] for i in range(0, 120, 4)]
+        (folder / f"{split}.jsonl").write_text("\n".join(json.dumps(d) for d in dialogues) + "\n")
+    return [
+        "--corpus",
+        "jsonl",
+        "--train-file",
+        str(folder / "train.jsonl"),
+        "--valid-file",
+        str(folder / "valid.jsonl"),
+        "--device",
+        "cpu",
+    ]
+
+
 def naive_rep2(ids: list[int]) -> float:
     """1 - distinct bigrams / bigrams, one reply at a time."""
     bigrams = [(ids[i], ids[i + 1]) for i in range(len(ids) - 1)]
@@ -30,6 +51,16 @@ def test_rep2_matches_a_loop_and_never_mixes_replies():
     replies += [[3, 4], [4, 3]]  # a bigram across the boundary of two replies must not count
     np.testing.assert_allclose(rep2(replies), [naive_rep2(ids) for ids in replies], rtol=0, atol=1e-15)
     assert rep2([]).shape == (0,)
+
+
+def test_rep2_takes_any_token_ids_without_overflow():
+    big = 2**40  # ids this large would overflow a key of (reply, first, second) packed into one integer
+    assert rep2([[big, big + 1, big, big + 1], [big + 1, big]]) == pytest.approx([1 / 3, 0.0])
+
+
+def test_one_rep2_value_per_distance():
+    with pytest.raises(ValueError, match="one per reply"):
+        RepetitionTerm(6.0, 0.1, 0.2).distances(np.ones(3), np.array([0.5]))
 
 
 def test_term_is_one_sided_and_adds_in_quadrature():
@@ -86,7 +117,9 @@ def repetition_checkpoint(tiny_shared_checkpoint, tmp_path_factory):
     return out, report, train_responses, heldout
 
 
-def test_added_term_holds_the_training_replies_statistics_and_recalibrates(repetition_checkpoint):
+def test_added_term_holds_the_training_replies_statistics_and_recalibrates(
+    repetition_checkpoint, tiny_shared_checkpoint
+):
     from density_metric import DensityScorer
 
     out, report, train_responses, heldout = repetition_checkpoint
@@ -98,9 +131,12 @@ def test_added_term_holds_the_training_replies_statistics_and_recalibrates(repet
     assert (term.weight, term.mean, term.sd, term.cap) == pytest.approx((6.0, gold.mean(), gold.std(), 40.0), rel=1e-12)
     assert report["repetition"]["mean"] == pytest.approx(gold.mean())
     assert "## Repetition term" in loaded.card and "w = 6, K = 40" in loaded.card
-    # the quantiles are those of the held-out distances with the term
-    heldout_distances = scorer.distances(*heldout)
-    np.testing.assert_allclose(loaded.stats.quantiles[[0, 500, 1000]], np.quantile(heldout_distances, [0, 0.5, 1]))
+    # the quantiles are those of the held-out distances with the term: the plain checkpoint's, pushed by hand
+    plain = DensityScorer(str(tiny_shared_checkpoint), device="cpu", dtype="float32").distances(*heldout)
+    pieces = [naive_rep2(tokenizer(r, add_special_tokens=False)["input_ids"]) for r in heldout[1]]
+    push = np.minimum(6.0 * np.maximum((np.array(pieces) - gold.mean()) / gold.std(), 0.0), 40.0)
+    expected = np.quantile(np.sqrt(plain**2 + push**2), [0, 0.5, 1])
+    np.testing.assert_allclose(loaded.stats.quantiles[[0, 500, 1000]], expected, rtol=1e-6)
 
 
 def test_scores_add_the_term_to_the_plain_density(repetition_checkpoint, tiny_shared_checkpoint):
@@ -119,6 +155,47 @@ def test_scores_add_the_term_to_the_plain_density(repetition_checkpoint, tiny_sh
     np.testing.assert_allclose(with_term.score([context] * len(replies), replies).scores, expected, rtol=1e-6)
     np.testing.assert_allclose(with_term.rank(context, replies).scores, expected, rtol=1e-6)
     assert z[0] == 0 and z[1] > 0 and z[2] > 0  # only the repetitive replies move
+
+
+def test_fit_with_a_repetition_weight_carries_the_term_in_statistics_card_and_report(
+    tiny_shared_checkpoint, tmp_path, capsys
+):
+    import json
+
+    from train.__main__ import main
+
+    corpus = write_repetitive_corpus(tmp_path)
+    main(
+        [
+            "fit",
+            *corpus,
+            "--encoder",
+            str(tiny_shared_checkpoint),
+            "--repetition-weight",
+            "6",
+            "--out",
+            str(tmp_path / "fit"),
+        ]
+    )
+    report = json.loads(capsys.readouterr().out)
+    fitted = load_checkpoint(tmp_path / "fit")
+    main(["repetition-term", str(tiny_shared_checkpoint), *corpus, "--out", str(tmp_path / "added")])
+    added = load_checkpoint(tmp_path / "added").stats.repetition
+    # the same training replies and tokenizer: the same statistics, and the cap defaults to 40 in both commands
+    assert fitted.stats.repetition == added
+    assert report["repetition"] == {"weight": 6.0, "mean": added.mean, "sd": added.sd, "cap": 40.0}
+    assert fitted.card.count("## Repetition term") == 1
+
+
+def test_a_stale_rating_head_in_the_output_folder_is_removed(repetition_checkpoint, tmp_path):
+    from train.fit import add_repetition_term
+
+    out, _, train_responses, heldout = repetition_checkpoint
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / "density_rating.safetensors").write_bytes(b"left over")
+    add_repetition_term(str(out), tmp_path / "o", 6.0, train_responses, heldout, device="cpu")
+    assert not (tmp_path / "o" / "density_rating.safetensors").exists()
+    assert load_checkpoint(tmp_path / "o").rating is None
 
 
 def test_weight_zero_removes_the_term(repetition_checkpoint, tmp_path):
@@ -164,16 +241,9 @@ def test_a_damaged_term_is_an_error_naming_the_file(repetition_checkpoint, tmp_p
 def test_repetition_term_command_writes_a_checkpoint_and_refuses_a_bad_weight(
     tmp_path, tiny_shared_checkpoint, train_cli_error
 ):
-    import json
-
     from train.__main__ import main
 
-    for split, seed in (("train", 3), ("valid", 4)):  # dialogues of 4 random sentences, some of which repeat a bigram
-        turns = synthetic_pairs(120, seed)[1]
-        dialogues = [turns[i : i + 4] for i in range(0, 120, 4)]
-        (tmp_path / f"{split}.jsonl").write_text("\n".join(json.dumps(d) for d in dialogues) + "\n")
-    corpus = ["--corpus", "jsonl", "--train-file", str(tmp_path / "train.jsonl")]
-    corpus += ["--valid-file", str(tmp_path / "valid.jsonl"), "--device", "cpu"]
+    corpus = write_repetitive_corpus(tmp_path)
     main(["repetition-term", str(tiny_shared_checkpoint), *corpus, "--out", str(tmp_path / "out")])
     term = load_checkpoint(tmp_path / "out").stats.repetition
     assert (term.weight, term.cap) == (6.0, 40.0)

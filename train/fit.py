@@ -153,6 +153,8 @@ def fit_and_write(
         train_responses=train_pairs[1],
     )
     head = None if reference_package else load_head(head_path, stats.dim)
+    if stats.repetition is not None:
+        card = (card or "") + repetition_card_section(stats.repetition, len(train_pairs[1]), len(valid_pairs[1]))
     save_checkpoint(out, stats, config, head=head, card=card)
     seconds = time.perf_counter() - started
     return {
@@ -161,6 +163,7 @@ def fit_and_write(
         "seconds": round(seconds, 1),
         "pairs_per_second": round((len(train_pairs[1]) + len(valid_pairs[1])) / seconds, 1),
         "heldout_distance_median": float(stats.quantiles[len(stats.quantiles) // 2]),
+        "repetition": repetition_report(stats.repetition),
     }
 
 
@@ -212,7 +215,7 @@ def add_fit_arguments(parser) -> None:
     add_repetition_arguments(parser)
 
 
-def add_repetition_arguments(parser, prefix: str = "--repetition-", weight: float = 0.0, cap: float = math.inf) -> None:
+def add_repetition_arguments(parser, prefix: str = "--repetition-", weight: float = 0.0, cap: float = 40.0) -> None:
     """The flags of the repetition term: ``{prefix}weight`` and ``{prefix}cap``."""
     parser.add_argument(
         prefix + "weight",
@@ -313,6 +316,8 @@ def add_repetition_term(
     for name in CHECKPOINT_FILES:
         if (source / name).is_file() and name != GAUSSIAN_FILE:
             shutil.copy2(source / name, out / name)
+        elif name != GAUSSIAN_FILE:  # a file of an earlier checkpoint in ``out`` (a rating head, say) must not stay
+            (out / name).unlink(missing_ok=True)
     _, metadata = read_safetensors(source / GAUSSIAN_FILE)
     save_gaussian(out / GAUSSIAN_FILE, stats, metadata.get(FINGERPRINT_KEY))
     term = stats.repetition
@@ -329,20 +334,20 @@ def add_repetition_term(
         "revision": scorer.checkpoint.revision,
         "train_responses": len(train_responses),
         "heldout_pairs": len(heldout_pairs[1]),
-        "repetition": None
-        if term is None
-        else {
-            "weight": term.weight,
-            "mean": term.mean,
-            "sd": term.sd,
-            "cap": term.cap if term.cap < math.inf else "none",
-        },
+        "repetition": repetition_report(term),
         "heldout_distance_median": float(stats.quantiles[len(stats.quantiles) // 2]),
         "out": str(out),
     }
 
 
 REPETITION_SECTION = "\n## Repetition term\n"
+
+
+def repetition_report(term: RepetitionTerm | None) -> dict | None:
+    """The term for a command's JSON report (an infinite cap as "none", which JSON can carry)."""
+    if term is None:
+        return None
+    return {"weight": term.weight, "mean": term.mean, "sd": term.sd, "cap": term.cap if term.cap < math.inf else "none"}
 
 
 def repetition_card_section(term: RepetitionTerm, train_replies: int, heldout_pairs: int) -> str:
@@ -362,7 +367,7 @@ def add_repetition_term_arguments(parser) -> None:
     """The flags of ``python -m train repetition-term``."""
     parser.add_argument("checkpoint", help="'default', a checkpoint directory, or a Hub repo id")
     add_corpus_arguments(parser)
-    add_repetition_arguments(parser, "--", weight=6.0, cap=40.0)
+    add_repetition_arguments(parser, "--", weight=6.0)
     parser.add_argument("--out", required=True, type=Path, help="folder for the new checkpoint")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--device", default="auto")

@@ -26,10 +26,11 @@ _CITATION = """\
 
 _DESCRIPTION = """\
 DEnsity scores a dialogue response by how typical it is of human conversation. A
-cross-encoder g reads "[CLS] context [SEP] response [SEP]"; a Gaussian (mean, pseudo-inverse
-covariance) is fitted to g's [CLS] features of human (context, response) pairs. The score is
+cross-encoder g reads the context and the response; a Gaussian (mean, pseudo-inverse
+covariance) is fitted to g's features of human (context, response) pairs. The score is
 the negative Mahalanobis distance s(r) = -sqrt((g(c,r) - mu) P (g(c,r) - mu)^T): higher means
-more human-like. No reference response is needed.
+more human-like (a checkpoint may add a repetition term inside the square root; the bundled one
+does not). No reference response is needed.
 """
 
 _KWARGS_DESCRIPTION = """
