@@ -9,12 +9,14 @@ once and kept in runs/repetition-look/features.npz. Nothing here is fitted on al
 Usage, from the repository root, alone on the CPU: PYTHONPATH=. python results/pilots/repetition/look.py [CHECKPOINT]
 """
 
+import dataclasses
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from density_metric import DensityScorer
+from density_metric.features import Encoder
 from density_metric.gaussian import GaussianAccumulator, GaussianStats
 from density_metric.repetition import rep2
 from train.corpora import load_dailydialog, response_pairs_with_dialogues
@@ -48,11 +50,14 @@ def gaussian_of(features: np.ndarray) -> GaussianStats:
     return GaussianStats.fit(accumulator)
 
 
-def measured(checkpoint: str, seed: int, cache: Path) -> tuple[dict, dict, np.ndarray]:
+def measured(checkpoint: str, seed: int, cache: Path, pooling: str | None = None) -> tuple[dict, dict, np.ndarray]:
     """(features, statistics, dev human scores): per part ("fit": FIT training golds drawn with ``seed``; "gold": the
     first VALID validation golds; one part per kind: their negatives of ``seed``; "dev"), g(c, r) (cached in ``cache``)
-    and the repetition statistics of the reply."""
+    and the repetition statistics of the reply. ``pooling`` reads g with another pooling than the checkpoint's."""
     scorer = DensityScorer(checkpoint, device="cpu", dtype="float32")
+    if pooling is not None:
+        pair_format = dataclasses.replace(scorer.encoder.pair_format, pooling=pooling)
+        scorer.encoder = Encoder.load(scorer.checkpoint.encoder_path, pair_format, device="cpu", dtype="float32")
     tokenizer = scorer.encoder.tokenizer
     train = SelectionData.from_pairs(
         *response_pairs_with_dialogues(load_dailydialog("../shared/data/dailydialog", "train"))
