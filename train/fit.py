@@ -222,9 +222,14 @@ def add_repetition_arguments(parser, prefix: str = "--repetition-", weight: floa
         type=float,
         default=weight,
         help="weight w of the repetition term beside the density, -sqrt(d^2 + min(w max(z, 0), K)^2) with z the "
-        "reply's standardised rep-2 (density_metric.repetition); 0: the paper's density alone",
+        "reply's standardised rep-2 (density_metric.repetition); 0: the paper's density alone (default: %(default)g)",
     )
-    parser.add_argument(prefix + "cap", type=float, default=cap, help="the term's cap K, in distance units (inf: none)")
+    parser.add_argument(
+        prefix + "cap",
+        type=float,
+        default=cap,
+        help="the term's cap K, in distance units (inf: none; default: %(default)g)",
+    )
 
 
 def fit_command(args) -> None:
