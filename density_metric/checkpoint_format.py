@@ -38,6 +38,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -447,6 +448,20 @@ def save_checkpoint(
     if card is not None:
         (directory / CARD_FILE).write_text(card, encoding="utf-8")
     return directory
+
+
+def copy_checkpoint(source: Path, out: Path, rewritten: str) -> None:
+    """Copy the checkpoint files of ``source`` into the folder ``out``, all but ``rewritten`` (which the caller
+    writes). A checkpoint file in ``out`` that ``source`` lacks is removed: nothing of an earlier checkpoint written
+    there (a rating head, say) may stay beside the copy."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in CHECKPOINT_FILES:
+        if name == rewritten:
+            continue
+        if (source / name).is_file():
+            shutil.copy2(source / name, out / name)
+        else:
+            (out / name).unlink(missing_ok=True)
 
 
 # --------------------------------------------------------------------------- loading

@@ -126,6 +126,18 @@ def test_calibrated_checkpoint_predicts_held_out_ratings(calibrated):
     assert "## Rating head" in card and "200 human ratings" in card
 
 
+def test_calibrating_into_a_used_folder_leaves_nothing_of_the_earlier_checkpoint(calibrated, with_head, tmp_path):
+    from density_metric.checkpoint_format import CHECKPOINT_FILES, RATING_FILE
+
+    rated, _ = calibrated
+    stale = next(name for name in CHECKPOINT_FILES if not (with_head / name).exists() and name != RATING_FILE)
+    out = shutil.copytree(rated, tmp_path / "used")
+    (out / stale).write_text("left over")
+    train_main(["calibrate", str(with_head), "--ratings", str(rated.parent / "ratings.jsonl"), "--out", str(out)])
+    assert not (out / stale).exists()
+    assert load_checkpoint(out).rating is not None
+
+
 def test_ratings_appear_only_with_a_rating_head(calibrated, with_head, tmp_path):
     import evaluate
 

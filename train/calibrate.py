@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from pathlib import Path
 
 import numpy as np
 
-from density_metric.checkpoint_format import CARD_FILE, CHECKPOINT_FILES, RATING_FILE, load_checkpoint, save_rating
+from density_metric.checkpoint_format import CARD_FILE, RATING_FILE, copy_checkpoint, load_checkpoint, save_rating
 from density_metric.errors import fail
 from density_metric.inputs import as_context, as_response
 from density_metric.rating import RatingHead
@@ -80,10 +79,7 @@ def calibrate(
     source = scorer.checkpoint.path
     if out.resolve() == source.resolve():
         raise ValueError(f"{out}: write the calibrated checkpoint to a new folder, not over {source}")
-    out.mkdir(parents=True, exist_ok=True)
-    for name in CHECKPOINT_FILES:
-        if (source / name).is_file() and name != RATING_FILE:
-            shutil.copy2(source / name, out / name)
+    copy_checkpoint(source, out, RATING_FILE)
     save_rating(out / RATING_FILE, head, scorer.stats.dim, scorer.checkpoint.head is not None)
     card = (source / CARD_FILE).read_text(encoding="utf-8") if (source / CARD_FILE).is_file() else ""
     (out / CARD_FILE).write_text(card + card_section(head, str(ratings_file)), encoding="utf-8")

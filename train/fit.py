@@ -13,9 +13,22 @@ from pathlib import Path
 
 from safetensors.numpy import load_file, save_file
 
-from density_metric.checkpoint_format import CONFIG_FILE, HEAD_FILE, DensityConfig, load_head, save_checkpoint
+from density_metric.checkpoint_format import (
+    CARD_FILE,
+    CONFIG_FILE,
+    GAUSSIAN_FILE,
+    HEAD_FILE,
+    DensityConfig,
+    copy_checkpoint,
+    load_checkpoint,
+    load_head,
+    read_safetensors,
+    save_checkpoint,
+    save_gaussian,
+)
 from density_metric.errors import fail
 from density_metric.features import Encoder
+from density_metric.fingerprint import FINGERPRINT_KEY
 from density_metric.gaussian import ESTIMATORS, GaussianAccumulator, GaussianStats
 from density_metric.repetition import RepetitionTerm
 
@@ -297,18 +310,7 @@ def add_repetition_term(
     """Write a copy of ``checkpoint`` to ``out`` whose Gaussian file carries the repetition term of weight
     ``weight`` and cap ``cap`` (weight 0 removes it), recalibrated on ``heldout_pairs``; the mean and precision
     are kept as fitted."""
-    import shutil
-
     from density_metric import DensityScorer
-    from density_metric.checkpoint_format import (
-        CARD_FILE,
-        CHECKPOINT_FILES,
-        GAUSSIAN_FILE,
-        load_checkpoint,
-        read_safetensors,
-        save_gaussian,
-    )
-    from density_metric.fingerprint import FINGERPRINT_KEY
 
     scorer = DensityScorer(checkpoint, device=device, dtype="float32")
     source, out = scorer.checkpoint.path, Path(out)
@@ -317,12 +319,7 @@ def add_repetition_term(
     if out.resolve() == source.resolve():
         raise ValueError(f"{out}: write the new checkpoint to a new folder, not over {source}")
     stats = with_repetition_term(scorer.stats, scorer.encoder, train_responses, heldout_pairs, weight, cap, batch_size)
-    out.mkdir(parents=True, exist_ok=True)
-    for name in CHECKPOINT_FILES:
-        if (source / name).is_file() and name != GAUSSIAN_FILE:
-            shutil.copy2(source / name, out / name)
-        elif name != GAUSSIAN_FILE:  # a file of an earlier checkpoint in ``out`` (a rating head, say) must not stay
-            (out / name).unlink(missing_ok=True)
+    copy_checkpoint(source, out, GAUSSIAN_FILE)
     _, metadata = read_safetensors(source / GAUSSIAN_FILE)
     save_gaussian(out / GAUSSIAN_FILE, stats, metadata.get(FINGERPRINT_KEY))
     term = stats.repetition
