@@ -5,15 +5,15 @@ repeat themselves. Validation only. Usage: PYTHONPATH=. python results/pilots/re
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
+from density_metric.repetition import RepetitionTerm
 from results.pilots.repetition.look import OUT, gaussian_of, measured
 
 features, stats, human = measured("density_metric/default", 44, OUT / "shipped-features-s44.npz")
 gaussian = gaussian_of(features["fit"])
-mean, sd = stats["fit"][:, 1].mean(), stats["fit"][:, 1].std()
+term = RepetitionTerm.fit(stats["fit"][:, 1], 6.0)  # uncapped, as the failed candidate
 d = gaussian.distances(features["dev"])
-z = np.maximum((stats["dev"][:, 1] - mean) / sd, 0)
+z = np.maximum((stats["dev"][:, 1] - term.mean) / term.sd, 0)
 print(f"dev rows with z > 0: {(z > 0).sum()} of {len(z)}; largest w z at w = 6: {6 * z.max():.1f}")
 print(f"dev distances d: median {np.median(d):.1f}, largest {d.max():.1f}")
-for w in (0, 6):
-    s = -np.sqrt(d**2 + (w * z) ** 2)
+for w, s in ((0, -d), (6, -term.distances(d, stats["dev"][:, 1]))):
     print(f"w = {w}: dev Pearson {100 * pearsonr(s, human)[0]:.2f}, Spearman {100 * spearmanr(s, human)[0]:.2f}")

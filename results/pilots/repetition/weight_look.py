@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 
+from density_metric.repetition import RepetitionTerm
 from results.pilots.repetition.look import KINDS, OUT, SEED, gaussian_of, measured
 from train.validation import auc, spearman
 
@@ -18,13 +19,13 @@ OTHERS = [kind for kind in KINDS if kind != "repeat"]
 def table(features: dict, stats: dict, human: np.ndarray, weights=WEIGHTS) -> dict[float, dict[str, float]]:
     """Per weight: the density AUC of the gold against each kind, and `dev` Spearman x100."""
     gaussian = gaussian_of(features["fit"])
-    mean, sd = stats["fit"][:, 1].mean(), stats["fit"][:, 1].std()
     out = {}
     for w in weights:
+        term = RepetitionTerm.fit(stats["fit"][:, 1], w) if w else None  # uncapped, as the addendum fixed it
 
-        def score(name, w=w):
-            z = np.maximum((stats[name][:, 1] - mean) / sd, 0.0)
-            return -np.sqrt(gaussian.distances(features[name]) ** 2 + (w * z) ** 2)
+        def score(name, term=term):
+            distances = gaussian.distances(features[name])
+            return -(distances if term is None else term.distances(distances, stats[name][:, 1]))
 
         gold = score("gold")
         row = {kind: auc(gold, score(kind)) for kind in KINDS}
