@@ -98,7 +98,7 @@ def with_repetition_term(
     term = RepetitionTerm.fit(encoder.rep2(train_responses), weight, cap) if weight else None
     stats = replace(stats, repetition=term)
     features = encoder.features(*heldout_pairs, batch_size=batch_size, progress=True)
-    return stats.calibrated(stats.distances(features, encoder.rep2(heldout_pairs[1])))
+    return stats.calibrated(stats.distances(features, encoder.rep2(heldout_pairs[1]) if term is not None else None))
 
 
 def save_moments(path, accumulator: GaussianAccumulator) -> None:
