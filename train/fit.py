@@ -78,12 +78,12 @@ def fit_from_moments(
     golds' replies (``train_responses``) capped at ``repetition_cap``; calibration quantiles from held-out gold
     pairs."""
     stats = GaussianStats.fit(accumulator, estimator=estimator)
-    return with_repetition_term(
+    return calibrate_with_repetition_term(
         stats, encoder, train_responses, heldout_pairs, repetition_weight, repetition_cap, batch_size
     )
 
 
-def with_repetition_term(
+def calibrate_with_repetition_term(
     stats: GaussianStats,
     encoder: Encoder,
     train_responses: Sequence[str],
@@ -318,7 +318,9 @@ def add_repetition_term(
         raise ValueError(f"{source}: its rating head was fitted on the distances without the term; add the term first")
     if out.resolve() == source.resolve():
         raise ValueError(f"{out}: write the new checkpoint to a new folder, not over {source}")
-    stats = with_repetition_term(scorer.stats, scorer.encoder, train_responses, heldout_pairs, weight, cap, batch_size)
+    stats = calibrate_with_repetition_term(
+        scorer.stats, scorer.encoder, train_responses, heldout_pairs, weight, cap, batch_size
+    )
     copy_checkpoint(source, out, GAUSSIAN_FILE)
     _, metadata = read_safetensors(source / GAUSSIAN_FILE)
     save_gaussian(out / GAUSSIAN_FILE, stats, metadata.get(FINGERPRINT_KEY))

@@ -1,10 +1,13 @@
 """Do the parrot fixes carry to a second corpus? The robustness probes (benchmarks/probes.py, unchanged) on 500
 ConvAI2 validation cases (ParlAI self_original; the dialogue turns, without the persona lines, so that the contexts
 look like the DailyDialog probes'), seed 0, for the first release (commit 12f0fbc, sha256:be6da0ce8edb9778) and the
-bundled default: DEnsity and f(c, r) of each. A measurement of models already chosen; nothing is selected from it.
-Usage, from the repository root, alone on the CPU (about 4 minutes):
+bundled default, or the checkpoints given as LABEL=PATH arguments: DEnsity and f(c, r) of each. A measurement of
+models already chosen; nothing is selected from it. Usage, from the repository root, alone on the CPU (about 4
+minutes):
     bash results/checkout_bundle.sh 12f0fbc && PYTHONPATH=. python results/probes-convai2/run.py > results/probes-convai2/probes.md
 """
+
+import sys
 
 from benchmarks.human_correlation import ModelColumns, run_probes
 from density_metric import DensityScorer
@@ -14,10 +17,11 @@ CHECKPOINTS = {"first release": "runs/bundles/12f0fbc", "bundled default": "dens
 N, SEED = 500, 0
 
 
-def main() -> None:
+def main(args: list[str]) -> None:
+    checkpoints = dict(arg.split("=", 1) for arg in args) or CHECKPOINTS
     dialogues = list(load_convai2("../shared/data/convai2/valid_self_original_no_cands.txt")["turns"])
     columns = [
-        ModelColumns(DensityScorer(path, device="cpu", dtype="float32"), label) for label, path in CHECKPOINTS.items()
+        ModelColumns(DensityScorer(path, device="cpu", dtype="float32"), label) for label, path in checkpoints.items()
     ]
     report = run_probes(dialogues, columns, N, SEED)
     metrics = [name for name in next(iter(report["accuracy"].values())) if "Euclidean" not in name]
@@ -31,4 +35,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
