@@ -93,11 +93,12 @@ def resolve_dtype(dtype: str | None, device: torch.device) -> str:
 
     float32 is the CPU default because bf16 scores depend on the batch: on this CPU, oneDNN's
     bf16 products round a row differently depending on how many rows share the product, and
-    attention on the padded length, so a pair's score moved by up to 2.0e-2 relative with the
-    batch size, the row order or how the input was split into calls (float32: 3.3e-6;
-    ``python -m benchmarks.batch_invariance``, 1,000 pairs). Removing it would need fixed batch
-    shapes, which cost more than the 10 % allowed. ``dtype="bfloat16"`` stays as the explicit fast
-    mode on CPUs with native bf16: 2.15x float32's speed for the bundled checkpoint, Spearman 0.9999 against it.
+    attention on the padded length, so a pair's score moved by up to about 2e-2 relative with the
+    batch size, the row order or how the input was split into calls (float32: a few 1e-6;
+    ``python -m benchmarks.batch_invariance``, 1,000 pairs; the bundled checkpoint's numbers are in
+    ``benchmarks/batch_invariance_cpu.json``). Removing it would need fixed batch shapes, which cost more than
+    the 10 % allowed. ``dtype="bfloat16"`` stays as the explicit fast mode on CPUs with native bf16: about twice
+    float32's speed, ranking pairs as float32 does (``benchmarks/speed_cpu_release.json``).
     """
     if dtype is None or dtype == "auto":
         return "bfloat16" if device.type == "cuda" else "float32"

@@ -28,8 +28,8 @@ class DensityScorer:
         revision: Hub revision (a commit hash pins the scores). Ignored for directories.
         device: ``"auto"`` (CUDA if present, else CPU), ``"cpu"``, ``"cuda"``, ``"cuda:1"``...
         dtype: autocast dtype: ``"auto"`` (bfloat16 on CUDA, float32 on CPU, where scores then do not
-            depend on the batch), ``"float32"``, ``"bfloat16"`` (2.15x faster for the bundled checkpoint
-            on a CPU with native bf16, scores within 2e-2 relative across batchings) or ``"float16"``
+            depend on the batch), ``"float32"``, ``"bfloat16"`` (about 2x faster on a CPU with native bf16,
+            scores within a few 1e-2 relative across batchings; ``benchmarks/speed_cpu_release.json``) or ``"float16"``
             (CUDA only).
         batch_size: pairs per forward pass.
         max_length: most tokens per pair (default: the checkpoint's; 256 for the bundled one). Longer input
