@@ -7,7 +7,7 @@
 # first soup's: 55.44 0.8903 0.951); JUDGE_ONLY=1 stops after the sharper look (soup-r2: r2s47 r2s48;
 # soup-r2x4, the second round: KEEP="55.81 0.9110 0.951", r2s47 r2s48 r2s49 r2s50; the third round,
 # KEEP="55.47 0.9188 0.951", two orders on a slower CPU: soup-r3x2 r3s51 r3s52; completed with four, the same KEEP:
-# soup-r3x4 r3s51 r3s52 r3s53 r3s54).
+# soup-r3x4 r3s51 r3s52 r3s53 r3s54; fifteen random negatives, n15.sh: soup-n15 n15s55 n15s56).
 set -euo pipefail
 source results/link-chain/common.sh  # judged, fit_and_test
 name=${1:?usage: soup.sh NAME ARM ARM [ARM ...]}

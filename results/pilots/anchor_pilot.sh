@@ -6,7 +6,8 @@
 # batch's 8 contexts drawn from golds that reuse the last turn's words, --overlap-rows 4; o3: o with weight 3;
 # o6 and o6a2: 6 of the 8 contexts from such golds, anchor weight 1 and 2; o6s44, o6s45, o6s46: o6 on other data
 # orders; o7: 7; r2s47-r2s50: o6 from the shipped four-order soup, commit bf039cc, on data orders 47-50; r3s51-r3s54:
-# o6 from the shipped second-round soup, commit b7850c5, on data orders 51-54).
+# o6 from the shipped second-round soup, commit b7850c5, on data orders 51-54; n15s55, n15s56: r3's start
+# with the paper's 15 random negatives a context, data orders 55 and 56).
 # Rerunning resumes or skips an arm. Usage: bash results/pilots/anchor_pilot.sh [ARM ...]   (default: c a3 a10)
 set -euo pipefail
 source results/pilots/anchor/recipe.sh  # COMMON: every flag the arms share
@@ -25,7 +26,9 @@ declare -A ARM=([c]="--anchor-weight 1" [a3]="--anchor-weight 3" [a10]="--anchor
   [r3s51]="--init-from $r3start --anchor-weight 1 --overlap-rows 6 --seed 51 --negatives-seed 51"
   [r3s52]="--init-from $r3start --anchor-weight 1 --overlap-rows 6 --seed 52 --negatives-seed 52"
   [r3s53]="--init-from $r3start --anchor-weight 1 --overlap-rows 6 --seed 53 --negatives-seed 53"
-  [r3s54]="--init-from $r3start --anchor-weight 1 --overlap-rows 6 --seed 54 --negatives-seed 54")
+  [r3s54]="--init-from $r3start --anchor-weight 1 --overlap-rows 6 --seed 54 --negatives-seed 54"
+  [n15s55]="--init-from $r3start --anchor-weight 1 --overlap-rows 6 --negatives 15 --seed 55 --negatives-seed 55"
+  [n15s56]="--init-from $r3start --anchor-weight 1 --overlap-rows 6 --negatives 15 --seed 56 --negatives-seed 56")
 for name in ${@:-c a3 a10}; do
   out=runs/pilot-anchor/$name
   mkdir -p "$out" "results/pilots/anchor/$name"
@@ -36,5 +39,5 @@ for name in ${@:-c a3 a10}; do
   fi
   cp "$out/log.jsonl" "results/pilots/anchor/$name/log.jsonl"
 done
-python -m benchmarks.pilot_table results/pilots/anchor --arms c a3 a10 n o o3 o6 o6a2 o6s44 o6s45 o6s46 o7 r2s47 r2s48 r2s49 r2s50 r3s51 r3s52 r3s53 r3s54 \
+python -m benchmarks.pilot_table results/pilots/anchor --arms c a3 a10 n o o3 o6 o6a2 o6s44 o6s45 o6s46 o7 r2s47 r2s48 r2s49 r2s50 r3s51 r3s52 r3s53 r3s54 n15s55 n15s56 \
   --title "Anchor pilot (issue 31): the evaluation at step 400 of each arm"
