@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.checkpoints import named_checkpoints
 from density_metric.gaussian import mahalanobis
 from density_metric.scoring import DensityScorer
 from train.corpora import load_dailydialog, response_pairs_with_dialogues
@@ -69,7 +70,7 @@ def copy_direction(scorer: DensityScorer) -> np.ndarray:
 
 
 def main() -> None:
-    named = [arg.partition("=")[::2] for arg in sys.argv[1:]]
+    named = list(named_checkpoints(sys.argv[1:]).items())
     valid = validation_pairs()
     candidates = validation_candidates(valid, VALID_KINDS, seed=42)
     dev = load_dev_judgments("../shared/data")

@@ -18,6 +18,7 @@ import sys
 import numpy as np
 from scipy.stats import pearsonr, rankdata, spearmanr
 
+from benchmarks.checkpoints import named_checkpoints
 from benchmarks.system_level import pearson
 from density_metric import DensityScorer
 from density_metric.significance import bootstrap_indices, percentile_ci
@@ -28,7 +29,7 @@ RESAMPLES = 10_000
 
 def main(args: list[str]) -> None:
     protocol = args.pop(0).removeprefix("--protocol=") if args[0].startswith("--protocol=") else "paper"
-    named = dict(arg.split("=", 1) for arg in args)
+    named = named_checkpoints(args)
     (judgments,) = load_sets("../shared/data", ["dailydialog_zhao"])
     index, human = apply_protocol(judgments, protocol)
     rows = [judgments.rows[i] for i in index]

@@ -11,6 +11,7 @@ import sys
 
 import numpy as np
 
+from benchmarks.checkpoints import named_checkpoints
 from density_metric.scoring import DensityScorer
 from train.corpora import load_convai2, response_pairs
 from train.validation import auc, last_turn_overlap, spearman
@@ -41,8 +42,7 @@ print(
     "| checkpoint | AUC gold vs random | AUC gold vs echo | Spearman(score, persona overlap) | Spearman(score, last-turn overlap) |"
 )
 print("| --- | --- | --- | --- | --- |")
-for arg in sys.argv[1:]:
-    name, _, path = arg.partition("=")
+for name, path in named_checkpoints(sys.argv[1:]).items():
     scorer = DensityScorer(path, device="cpu", dtype="float32")
     g, r, e = (scorer.score(ctx, texts).scores for texts in (gold, random, echo))
     print(

@@ -9,6 +9,7 @@ minutes):
 
 import sys
 
+from benchmarks.checkpoints import named_checkpoints
 from benchmarks.human_correlation import ModelColumns, run_probes
 from density_metric import DensityScorer
 from train.corpora import load_convai2
@@ -18,7 +19,7 @@ N, SEED = 500, 0
 
 
 def main(args: list[str]) -> None:
-    checkpoints = dict(arg.split("=", 1) for arg in args) or CHECKPOINTS
+    checkpoints = named_checkpoints(args) or CHECKPOINTS
     dialogues = list(load_convai2("../shared/data/convai2/valid_self_original_no_cands.txt")["turns"])
     columns = [
         ModelColumns(DensityScorer(path, device="cpu", dtype="float32"), label) for label, path in checkpoints.items()
