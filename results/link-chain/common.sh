@@ -1,13 +1,19 @@
-# Shared by run.sh and soup.sh (sourced): reading a sharper look's log, and the fit and single test measurement of a
-# kept candidate.
+# Shared by run.sh, soup.sh and n15.sh (sourced): reading a sharper look's log, and the fit and single test
+# measurement of a kept candidate.
 # shellcheck shell=bash
+
+# last_eval LOG VALUES: VALUES (Python expressions over `row`, comma-separated) of the last evaluation in LOG, on
+# one line
+last_eval() {
+  python -c "import json, sys
+row = [r for r in map(json.loads, open(sys.argv[1])) if r.get('type') == 'eval'][-1]
+print($2)" "$1"
+}
 
 # judged LOG: the last evaluation's `dev` Spearman, e (mean density AUC over echo and speaker) and density AUC
 # against random, on one line
 judged() {
-  python -c "import json, sys
-row = [r for r in map(json.loads, open(sys.argv[1])) if r.get('type') == 'eval'][-1]
-print(row['zhao_dev_spearman'], (row['auc_density/echo'] + row['auc_density/speaker']) / 2, row['auc_density/random'])" "$1"
+  last_eval "$1" "row['zhao_dev_spearman'], (row['auc_density/echo'] + row['auc_density/speaker']) / 2, row['auc_density/random']"
 }
 
 # fit_and_test ENCODER OUT TEST: the Gaussian on all training pairs with float16 weights into OUT, then the

@@ -4,7 +4,7 @@
 # on all training pairs and one test measurement. Alone on the CPU:
 #   setsid nohup bash results/link-chain/n15.sh > runs/logs/soup-n15.log 2>&1 < /dev/null & disown
 set -euo pipefail
-source results/link-chain/common.sh  # judged, fit_and_test
+source results/link-chain/common.sh  # last_eval, judged, fit_and_test
 here=results/link-chain out=runs/link-chain/soup-n15
 MINUTES=40 JUDGE_ONLY=1 bash "$here/soup.sh" soup-n15 n15s55 n15s56
 if [ ! -s "$here/seed42-soup-n15/log.jsonl" ]; then
@@ -13,11 +13,8 @@ if [ ! -s "$here/seed42-soup-n15/log.jsonl" ]; then
   cp runs/judge-soup-n15-s42/eval/log.jsonl "$here/seed42-soup-n15/log.jsonl"
 fi
 read -r dev e random < <(judged "$here/judged/soup-n15/log.jsonl")
-recall() {
-  python -c "import json, sys
-print([r for r in map(json.loads, open(sys.argv[1])) if r.get('type') == 'eval'][-1]['recall_at_1'])" "$1"
-}
-r43=$(recall "$here/judged/soup-n15/log.jsonl") r42=$(recall "$here/seed42-soup-n15/log.jsonl")
+r43=$(last_eval "$here/judged/soup-n15/log.jsonl" "row['recall_at_1']")
+r42=$(last_eval "$here/seed42-soup-n15/log.jsonl" "row['recall_at_1']")
 echo "soup-n15: dev $dev, e $e, random $random, Recall@1 $r43 (seed 43), $r42 (seed 42)"
 if ! python -c "import sys; d, e, r, r1 = map(float, sys.argv[1:]); sys.exit(not (d >= 55.47 and e >= 0.9188 and r >= 0.951 and r1 >= 0.786))" \
   "$dev" "$e" "$random" "$r43"; then
