@@ -50,15 +50,9 @@ def gaussian_of(features: np.ndarray) -> GaussianStats:
     return GaussianStats.fit(accumulator)
 
 
-def measured(checkpoint: str, seed: int, cache: Path, pooling: str | None = None) -> tuple[dict, dict, np.ndarray]:
-    """(features, statistics, dev human scores): per part ("fit": FIT training golds drawn with ``seed``; "gold": the
-    first VALID validation golds; one part per kind: their negatives of ``seed``; "dev"), g(c, r) (cached in ``cache``)
-    and the repetition statistics of the reply. ``pooling`` reads g with another pooling than the checkpoint's."""
-    scorer = DensityScorer(checkpoint, device="cpu", dtype="float32")
-    if pooling is not None:
-        pair_format = dataclasses.replace(scorer.encoder.pair_format, pooling=pooling)
-        scorer.encoder = Encoder.load(scorer.checkpoint.encoder_path, pair_format, device="cpu", dtype="float32")
-    tokenizer = scorer.encoder.tokenizer
+def look_parts(seed: int) -> tuple[dict, np.ndarray]:
+    """The look's (contexts, replies) per part ("fit": FIT training golds drawn with ``seed``; "gold": the first VALID
+    validation golds; one part per kind: their negatives of ``seed``; "dev"), and the `dev` human scores."""
     train = SelectionData.from_pairs(
         *response_pairs_with_dialogues(load_dailydialog("../shared/data/dailydialog", "train"))
     )
@@ -74,6 +68,19 @@ def measured(checkpoint: str, seed: int, cache: Path, pooling: str | None = None
         **{kind: (valid.contexts, negatives[kind]) for kind in KINDS},
         "dev": (dev.contexts, dev.responses),
     }
+    return parts, np.asarray(dev.human)
+
+
+def measured(checkpoint: str, seed: int, cache: Path, pooling: str | None = None) -> tuple[dict, dict, np.ndarray]:
+    """(features, statistics, dev human scores): per part ("fit": FIT training golds drawn with ``seed``; "gold": the
+    first VALID validation golds; one part per kind: their negatives of ``seed``; "dev"), g(c, r) (cached in ``cache``)
+    and the repetition statistics of the reply. ``pooling`` reads g with another pooling than the checkpoint's."""
+    scorer = DensityScorer(checkpoint, device="cpu", dtype="float32")
+    if pooling is not None:
+        pair_format = dataclasses.replace(scorer.encoder.pair_format, pooling=pooling)
+        scorer.encoder = Encoder.load(scorer.checkpoint.encoder_path, pair_format, device="cpu", dtype="float32")
+    tokenizer = scorer.encoder.tokenizer
+    parts, human = look_parts(seed)
     cache.parent.mkdir(parents=True, exist_ok=True)
     if cache.is_file():
         features = dict(np.load(cache, allow_pickle=False))
@@ -84,7 +91,7 @@ def measured(checkpoint: str, seed: int, cache: Path, pooling: str | None = None
         name: repetition_statistics(tokenizer(list(pair[1]), add_special_tokens=False)["input_ids"])
         for name, pair in parts.items()
     }
-    return features, stats, np.asarray(dev.human)
+    return features, stats, human
 
 
 def main() -> None:
