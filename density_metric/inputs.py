@@ -86,6 +86,11 @@ def check_pairs(
             raise ValueError(f"{name} is required")
         if not _is_rows(value):
             raise ValueError(f"{name} must be a list, got {type(value).__name__}")
+        if hasattr(value, "columns"):  # a DataFrame iterates over its column names, not its rows
+            raise ValueError(
+                f"{name} is a {type(value).__name__}, whose iteration gives its column names; "
+                "pass one of its columns (df['column']) or a list"
+            )
     if len(contexts) != len(responses):
         raise ValueError(f"{context_field} has {len(contexts)} rows but {response_field} has {len(responses)}")
     if len(responses) == 0 and not allow_empty:

@@ -69,3 +69,14 @@ def test_bad_batch_size_and_dtype_are_rejected(tiny_checkpoint):
         DensityScorer(str(tiny_checkpoint), device="cpu", dtype="int8")
     with pytest.raises(ValueError, match="float16' needs a CUDA device"):
         DensityScorer(str(tiny_checkpoint), device="cpu", dtype="float16")
+
+
+def test_a_dataframe_is_refused_not_read_as_its_column_names(tiny_scorer):
+    # Iterating a DataFrame gives its column names: scoring df[["context"]] once read one row, "context".
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame({"context": [["hi"], ["where to"], ["bye"]], "response": ["hello", "home", "see you"]})
+    with pytest.raises(ValueError, match=r"contexts is a DataFrame, whose iteration gives its column names"):
+        tiny_scorer.score(frame[["context"]], frame["response"])
+    with pytest.raises(ValueError, match=r"responses is a DataFrame"):
+        tiny_scorer.score(frame["context"], frame[["response"]])
+    assert len(tiny_scorer.score(frame["context"], frame["response"]).scores) == 3
