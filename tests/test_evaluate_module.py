@@ -48,6 +48,22 @@ def test_add_one_row_with_string_context(metric):
     assert single == pytest.approx(metric.compute(contexts=[["how are you"]], responses=["fine thanks"])["scores"])
 
 
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        (dict(contexts=["hi"], responses=None), "responses must be a string, got NoneType"),
+        (dict(contexts=["hi"], responses="a\ud800"), r"responses holds a lone surrogate \(U\+D800 at 1\)"),
+        (dict(contexts=None, responses="x"), "contexts is None"),
+        (dict(contexts=["hi", 7], responses="x"), r"contexts\[1\] must be a string, got int"),
+    ],
+)
+def test_add_refuses_a_bad_row_naming_the_field_and_adds_nothing(metric, row, message):
+    with pytest.raises(ValueError, match=message):
+        metric.add(**row)
+    metric.add(contexts="how are you", responses="fine thanks")
+    assert len(metric.compute()["scores"]) == 1
+
+
 def test_mixed_string_and_list_contexts_are_not_mangled(metric):
     mixed = metric.compute(contexts=["how are you", ["hi", "how are you"]], responses=["fine", "fine"])
     lists = metric.compute(contexts=[["how are you"], ["hi", "how are you"]], responses=["fine", "fine"])

@@ -9,7 +9,7 @@ import inspect
 import datasets
 import evaluate
 
-from density_metric.inputs import as_context, check_pairs
+from density_metric.inputs import as_context, as_response, check_pairs
 from density_metric.scoring import DensityScorer
 
 _CITATION = """\
@@ -146,9 +146,9 @@ class Density(evaluate.Metric):
         self.scorer = DensityScorer(**self.scorer_options)
 
     def add(self, *, contexts=None, responses=None, **kwargs):
-        """Add one row: `contexts` is its list of turns (or one string), `responses` its response."""
-        if contexts is not None:
-            contexts = as_context(contexts, 0)
+        """Add one row: `contexts` is its list of turns (or one string), `responses` its response. A bad value
+        raises a ValueError naming the field, here rather than at `compute`."""
+        contexts, responses = as_context(contexts, None), as_response(responses, None)
         super().add(contexts=contexts, responses=responses, **kwargs)
 
     def add_batch(self, *, contexts=None, responses=None, **kwargs):
