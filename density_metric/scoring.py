@@ -11,7 +11,7 @@ import numpy as np
 from .checkpoint_sources import resolve_checkpoint
 from .features import Encoder
 from .gaussian import calibrate
-from .inputs import check_dialogues, check_pairs
+from .inputs import as_context, check_dialogues, check_pairs
 from .results import DensityResult, score_columns
 from .version import __version__
 
@@ -153,8 +153,11 @@ class DensityScorer:
         """
         if isinstance(candidates, (str, bytes)) or not hasattr(candidates, "__len__"):
             raise ValueError(f"candidates must be a list of strings, got {type(candidates).__name__}")
-        contexts, responses = check_pairs([context] * len(candidates), candidates)
-        features = self.encoder.candidate_features(contexts[0], responses, self.batch_size)
+        if len(candidates) == 0:
+            raise ValueError("candidates is empty; give at least one candidate")
+        context = as_context(context, None, "context")
+        _, responses = check_pairs([context] * len(candidates), candidates, fields=("context", "candidates"))
+        features = self.encoder.candidate_features(context, responses, self.batch_size)
         return self.result(self.distances_of(features, responses), features)
 
     def result(self, distances: np.ndarray, features: np.ndarray | None = None) -> DensityResult:

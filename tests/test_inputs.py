@@ -80,3 +80,18 @@ def test_a_dataframe_is_refused_not_read_as_its_column_names(tiny_scorer):
     with pytest.raises(ValueError, match=r"responses is a DataFrame"):
         tiny_scorer.score(frame["context"], frame[["response"]])
     assert len(tiny_scorer.score(frame["context"], frame["response"]).scores) == 3
+
+
+@pytest.mark.parametrize(
+    "context, candidates, message",
+    [
+        ("hi", ["a", None], r"candidates\[1\] must be a string, got NoneType"),
+        (None, ["a"], "context is None"),
+        (["hi", 3], ["a"], r"context\[1\] must be a string, got int"),
+        ("hi", [], "candidates is empty"),
+        ("hi", "a", "candidates must be a list of strings, got str"),
+    ],
+)
+def test_rank_names_its_own_arguments(tiny_scorer, context, candidates, message):
+    with pytest.raises(ValueError, match=message):
+        tiny_scorer.rank(context, candidates)
