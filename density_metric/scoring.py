@@ -185,9 +185,10 @@ class DensityScorer:
         Raises:
             ValueError: naming the field and row of a bad value, or for mismatched lengths.
         """
-        if self.checkpoint.rating is None:
-            return self.result(self.distances(contexts, responses))
-        contexts, responses = check_pairs(contexts, responses)
+        return self._score_checked(*check_pairs(contexts, responses))
+
+    def _score_checked(self, contexts: list[list[str]], responses: list[str]) -> DensityResult:
+        """:meth:`score` of pairs that ``check_pairs`` has checked (the ratings too, which need the features)."""
         features = self.features(contexts, responses) if responses else np.zeros((0, self.encoder.dim))
         return self.result(self.distances_of(features, responses), features)
 
@@ -315,10 +316,8 @@ class _ScoreDatasetChunk:
 
         # The same step as for files (results.score_columns); errors name the column and the dataset row.
         def score_pairs(contexts, responses):
-            distances = self.scorer.distances(
-                contexts, responses, first_row=indices[0], fields=(context_column, response_column)
-            )
-            return self.scorer.result(distances)
+            checked = check_pairs(contexts, responses, first_row=indices[0], fields=(context_column, response_column))
+            return self.scorer._score_checked(*checked)
 
         return score_columns(score_pairs, batch[context_column], batch[response_column], field=output_column)
 

@@ -14,8 +14,8 @@ def spied_scorer(tiny_checkpoint):
     """A scorer that records how many rows each scoring call receives."""
     scorer = DensityScorer(str(tiny_checkpoint), device="cpu", dtype="float32", batch_size=8)
     scorer.calls = []
-    distances = scorer.distances
-    scorer.distances = lambda c, r, **kw: scorer.calls.append(len(r)) or distances(c, r, **kw)
+    score_checked = scorer._score_checked
+    scorer._score_checked = lambda c, r: scorer.calls.append(len(r)) or score_checked(c, r)
     return scorer
 
 

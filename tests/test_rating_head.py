@@ -164,6 +164,21 @@ def test_ratings_appear_only_with_a_rating_head(calibrated, with_head, tmp_path)
         with_rating["ratings"],
         rtol=1e-6,
     )
+    from datasets import Dataset
+
+    from density_metric import DensityScorer
+
+    table = Dataset.from_dict({"context": pairs["contexts"], "response": pairs["responses"]})
+    for checkpoint, expect in ((rated, True), (with_head, False)):
+        scored = DensityScorer(str(checkpoint), device="cpu", dtype="float32").score_dataset(table)
+        assert ("density_rating" in scored.column_names) is expect
+    np.testing.assert_allclose(scored_rating(rated, table), with_rating["ratings"], rtol=1e-6)
+
+
+def scored_rating(checkpoint, table) -> list[float]:
+    from density_metric import DensityScorer
+
+    return DensityScorer(str(checkpoint), device="cpu", dtype="float32").score_dataset(table)["density_rating"]
 
 
 @pytest.mark.parametrize(
