@@ -287,12 +287,13 @@ class Encoder:
     ) -> Encoder:
         """The encoder and tokenizer at ``path`` (float32 weights), reading pairs as ``pair_format`` says.
 
-        ``max_length`` overrides the format's (the response then keeps at most half of it).
+        ``max_length`` overrides the format's (the response then keeps at most half of it, and at most what
+        the layout's special tokens leave).
 
         Raises:
             CheckpointError: the turn separator is not in the tokenizer's vocabulary, or the
                 format's ``max_length`` does not fit the encoder's positions.
-            ValueError: the ``max_length`` override does not fit them.
+            ValueError: the ``max_length`` override does not fit them, or leaves no token for the response.
         """
         model, tokenizer = load_backbone(path)
         if not pair_format.knows_separator(tokenizer):
@@ -304,7 +305,7 @@ class Encoder:
             raise ValueError(
                 f"max_length must be in [4, {limit}] (the encoder's max_position_embeddings), got {max_length}"
             )
-        pair_format = pair_format.with_max_length(max_length)
+        pair_format = pair_format.with_max_length(max_length, pair_format.special_tokens(tokenizer))
         if pair_format.max_length > limit:
             raise CheckpointError(path, f"max_length {pair_format.max_length} exceeds the encoder's {limit} positions")
         return cls(model, tokenizer, pair_format, device=device, dtype=dtype)

@@ -185,11 +185,28 @@ class PairFormat:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def with_max_length(self, max_length: int | None) -> PairFormat:
-        """This format with another ``max_length``; the response keeps at most half of it."""
+    def with_max_length(self, max_length: int | None, special_tokens: int = MIN_SPECIAL_TOKENS) -> PairFormat:
+        """This format with another ``max_length``; the response keeps at most half of it, and at most what the
+        layout's ``special_tokens`` (:meth:`special_tokens`) leave.
+
+        Raises:
+            ValueError: ``max_length`` leaves no token for the response.
+        """
         if max_length is None or max_length == self.max_length:
             return self
-        return replace(self, max_length=max_length, max_response_length=min(self.max_response_length, max_length // 2))
+        response_length = min(self.max_response_length, max_length // 2, max_length - special_tokens)
+        if response_length < 1:
+            raise ValueError(
+                f"max_length={max_length} leaves no room for a response: the {self.layout} layout's special tokens "
+                f"take {special_tokens}; give at least {special_tokens + 1}"
+            )
+        return replace(self, max_length=max_length, max_response_length=response_length)
+
+    def special_tokens(self, tokenizer) -> int:
+        """Special tokens a pair takes in this layout: the pair template's, and in the shared-context layout
+        its leading ones once more (they open the context and the block)."""
+        before, between, after = special_token_layout(tokenizer)
+        return len(before) * (2 if self.layout == "shared-context" else 1) + len(between) + len(after)
 
     def knows_separator(self, tokenizer) -> bool:
         """Whether the turn separator is one token of ``tokenizer``'s vocabulary."""

@@ -1,5 +1,6 @@
 """The pair format: layout from the tokenizer, truncation from the left, other scripts, validation."""
 
+import numpy as np
 import pytest
 from transformers import BertTokenizer
 
@@ -148,3 +149,22 @@ def test_the_blank_rule_agrees_with_the_bundled_tokenizer_on_every_character(tmp
     tok_spy = lambda text, **kwargs: calls.append(text) or tok(text, **kwargs)  # noqa: E731
     assert {c for c in chars if is_blank(c, tok_spy)} == vanishing
     assert not any(unicodedata.category(c)[0] in "LNPS" for c in calls if c != "\ufffd")
+
+
+@pytest.mark.parametrize("fixture, smallest", [("tiny_checkpoint", 4), ("tiny_shared_checkpoint", 5)])
+def test_every_small_max_length_scores_or_is_refused_at_load_naming_it(fixture, smallest, request):
+    # max_length 5 and 6 were accepted for a shared-context checkpoint and then failed while scoring,
+    # naming max_response_length, which the user never set.
+    from density_metric import DensityScorer
+
+    checkpoint = str(request.getfixturevalue(fixture))
+    long_turns = [" ".join(["word"] * 40)] * 3
+    for max_length in range(4, 12):
+        if max_length < smallest:
+            with pytest.raises(ValueError, match=rf"max_length={max_length} leaves no room for a response"):
+                DensityScorer(checkpoint, device="cpu", dtype="float32", max_length=max_length)
+            continue
+        scorer = DensityScorer(checkpoint, device="cpu", dtype="float32", max_length=max_length)
+        result = scorer.score([long_turns, []], [" ".join(["reply"] * 30), ""])
+        assert np.all(np.isfinite(result.scores)), max_length
+        assert scorer.encoder.max_length == max_length
