@@ -180,6 +180,8 @@ def compare_command(args: argparse.Namespace) -> int:
         fail(f"compare needs at least 2 system files, got {len(args.systems)}")
     if len(names) != len(args.systems):
         fail(f"--names gives {len(names)} names for {len(args.systems)} system files")
+    if args.names and len(set(names)) != len(names):
+        fail(f"--names gives {next(name for name in names if names.count(name) > 1)!r} twice")
     systems = []
     for path, name in zip(args.systems, names):
         read = functools.partial(
@@ -334,5 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "context_sep", None) == "":
+        fail("--context-sep must not be empty")
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     return args.func(args)

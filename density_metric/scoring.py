@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,7 +56,7 @@ class DensityScorer:
         cache_dir: str | None = None,
         local_files_only: bool | None = None,
     ):
-        if not isinstance(batch_size, int) or batch_size < 1:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         self.checkpoint = resolve_checkpoint(
             checkpoint, revision, cache_dir=cache_dir, local_files_only=local_files_only
@@ -68,7 +69,7 @@ class DensityScorer:
             max_length=max_length,
         )
         self.stats = self.checkpoint.stats
-        self.batch_size = batch_size
+        self.batch_size = int(batch_size)
         self.progress = progress
 
     @property

@@ -134,6 +134,11 @@ def _read_records(path: Path, fmt: str) -> tuple[Records, list[str]]:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
+                if not rows and line.lstrip().startswith("["):  # one JSON array: its lines are no records
+                    raise ValueError(
+                        f"{path}, line {number}: a JSON array, not JSON Lines; write one object a line "
+                        f"(for example: jq -c '.[]' {path.name})"
+                    )
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError as err:
@@ -228,9 +233,12 @@ def read_table(
 
     Raises:
         ValueError: naming the file, for an unknown format, text that is not UTF-8, broken CSV (with
-            its line) or a broken parquet file (pyarrow's ArrowInvalid).
+            its line), a JSON array in place of JSON Lines or a broken parquet file (pyarrow's ArrowInvalid);
+            or for an empty ``context_sep``.
         OSError: the file cannot be opened (missing, a directory, no permission).
     """
+    if context_sep == "":
+        raise ValueError("context_sep must not be empty (None: a string context is one turn)")
     path = Path(path)
     fmt = table_format(path, fmt)
     try:

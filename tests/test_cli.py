@@ -436,3 +436,18 @@ def test_the_readme_first_commands_output_is_ignored_by_git():
     output = re.search(r" -o (\S+)", command).group(1)
     ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", output], cwd=REPO)
     assert ignored.returncode == 0, f"{output} (from {command!r}) is not ignored by git"
+
+
+def test_an_empty_context_separator_is_an_option_error_not_a_bad_row(tiny_checkpoint, tmp_path, capsys):
+    rows = tmp_path / "rows.jsonl"
+    write_jsonl(rows, [{"context": "hi", "response": "hello"}])
+    line = error_line(capsys, run, tiny_checkpoint, rows, "-o", tmp_path / "out.jsonl", "--context-sep", "")
+    assert line == "error: --context-sep must not be empty"
+
+
+def test_a_json_array_in_a_json_file_is_refused_naming_json_lines(tiny_checkpoint, tmp_path, capsys):
+    # Read as JSON Lines, the array's lines were bad rows, and --on-error skip scored the one that parsed.
+    rows = tmp_path / "rows.json"
+    rows.write_text(json.dumps(ROWS, indent=2), encoding="utf-8")
+    line = error_line(capsys, run, tiny_checkpoint, rows, "-o", tmp_path / "out.jsonl", "--on-error", "skip")
+    assert f"{rows}, line 1: a JSON array, not JSON Lines" in line

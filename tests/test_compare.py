@@ -233,3 +233,8 @@ def test_one_checkpoint_loaded_from_two_places_counts_as_one(tmp_path):
     write_jsonl(tmp_path / "a.jsonl", signed_rows(GOOD, [1.0, 2.0, 3.0, 4.0], SIGNATURE))
     write_jsonl(tmp_path / "b.jsonl", signed_rows(BAD, [0.5, 2.5, 1.0, 3.0], moved))
     assert main(["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")]) == 0
+
+
+def test_a_name_given_twice_in_names_is_blamed_on_names(tiny_checkpoint, two_systems, capsys):
+    line = error_line(capsys, run_compare, tiny_checkpoint, *two_systems, "--names", "a,a")
+    assert line == "error: --names gives 'a' twice"

@@ -65,6 +65,9 @@ def test_bad_batch_size_and_dtype_are_rejected(tiny_checkpoint):
 
     with pytest.raises(ValueError, match="batch_size must be a positive integer"):
         DensityScorer(str(tiny_checkpoint), device="cpu", batch_size=0)
+    with pytest.raises(ValueError, match="batch_size must be a positive integer, got True"):
+        DensityScorer(str(tiny_checkpoint), device="cpu", batch_size=True)
+    assert DensityScorer(str(tiny_checkpoint), device="cpu", batch_size=np.int64(3)).batch_size == 3
     with pytest.raises(ValueError, match="dtype must be"):
         DensityScorer(str(tiny_checkpoint), device="cpu", dtype="int8")
     with pytest.raises(ValueError, match="float16' needs a CUDA device"):
