@@ -173,11 +173,6 @@ def test_cuda_device_without_cuda_is_a_clear_error_at_load(tiny_checkpoint):
         DensityScorer(str(tiny_checkpoint), device="cuda")
 
 
-def test_max_length_too_small_for_a_pair_is_rejected_at_load(tiny_checkpoint):
-    with pytest.raises(ValueError, match="max_response_length=2 must be in"):
-        DensityScorer(str(tiny_checkpoint), device="cpu", max_length=4)
-
-
 @pytest.mark.parametrize("batch_size", [1, 7])
 def test_scores_under_the_default_dtype_do_not_depend_on_the_batch(tiny_checkpoint, batch_size):
     """The README's 1e-5 rule, under the defaults (no dtype given): batch size, order and split."""
