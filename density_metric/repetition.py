@@ -47,6 +47,15 @@ def rep2(pieces: Sequence[Sequence[int]]) -> np.ndarray:
     return out
 
 
+def check_settings(weight: float, cap: float = math.inf) -> None:
+    """A ValueError unless ``weight`` is a positive number and ``cap`` positive (inf: none); checked before a fit
+    encodes anything."""
+    if not weight > 0 or not np.isfinite(weight):
+        raise ValueError(f"the repetition weight must be a positive number, got {weight!r}")
+    if not cap > 0:
+        raise ValueError(f"the repetition cap must be positive (inf: none), got {cap!r}")
+
+
 @dataclass(frozen=True)
 class RepetitionTerm:
     """w, the fit golds' rep-2 mean m and standard deviation sd (sd > 0), and the cap K (> 0, may be infinite)."""
@@ -60,13 +69,10 @@ class RepetitionTerm:
     def fit(cls, gold_rep2: np.ndarray, weight: float, cap: float = math.inf) -> RepetitionTerm:
         """The term with the fit golds' rep-2 values (n,), weight ``w`` and cap ``K``."""
         gold_rep2 = np.asarray(gold_rep2, dtype=np.float64)
-        if not weight > 0 or not np.isfinite(weight):
-            raise ValueError(f"the repetition weight must be a positive number, got {weight!r}")
+        check_settings(weight, cap)
         sd = float(gold_rep2.std()) if gold_rep2.size else 0.0
         if gold_rep2.ndim != 1 or not sd > 0:
             raise ValueError(f"rep-2 of the fit golds must vary over at least 2 replies, got shape {gold_rep2.shape}")
-        if not cap > 0:
-            raise ValueError(f"the repetition cap must be positive (inf: none), got {cap!r}")
         return cls(float(weight), float(gold_rep2.mean()), sd, float(cap))
 
     def distances(self, distances: np.ndarray, reply_rep2: np.ndarray) -> np.ndarray:

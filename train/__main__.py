@@ -65,7 +65,7 @@ COMMANDS = (
     (
         "retrieval-index",
         "embed a split's utterances with the untuned all-MiniLM-L6-v2 and cache their nearest neighbours "
-        "(for --negatives-mix ...,retrieved:W)",
+        "(for --negative-mix ...,retrieved:W)",
         add_retrieval_index_arguments,
         retrieval_index_command,
     ),

@@ -81,7 +81,10 @@ def load_jsonl_dialogues(path: str | Path, field: str = "turns") -> datasets.Dat
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
-            value = json.loads(line)
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}, line {number}: invalid JSON ({err.msg})") from None
             turns = value.get(field) if isinstance(value, dict) else value
             if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
                 raise ValueError(f"{path}, line {number}: expected a list of strings (or {{{field!r}: [...]}})")
@@ -150,15 +153,27 @@ def load_corpus(args, with_dialogues: bool = False) -> tuple:
     missing = ["--" + name.replace("_", "-") for name in needed if not getattr(args, name)]
     if missing:
         raise ValueError(f"--corpus {args.corpus} needs {' and '.join(missing)}")
-    if args.corpus == "dailydialog":
-        splits = [load_dailydialog(args.data_dir, split) for split in ("train", "validation")]
-    elif args.corpus == "convai2":
-        splits = [load_convai2(args.train_file), load_convai2(args.valid_file)]
-    elif args.corpus == "jsonl":
-        splits = [load_jsonl_dialogues(args.train_file), load_jsonl_dialogues(args.valid_file)]
-    else:
-        splits = [load_hub_dialogues(args.hub_id, split) for split in ("train", "validation")]
+    try:
+        splits = _load_splits(args)
+    except (OSError, UnicodeDecodeError) as err:  # a user's path or file: one line, not a traceback
+        flag = {"dailydialog": "--data-dir", "hub": "--hub-id"}.get(args.corpus, "--train-file / --valid-file")
+        if isinstance(err, OSError) and err.filename and err.strerror:
+            problem = f"{err.filename}: {err.strerror}"
+        else:
+            problem = f"{type(err).__name__}: {err}"
+        raise ValueError(f"--corpus {args.corpus} ({flag}): {problem}") from None
     pairs = [response_pairs_with_dialogues(split) if with_dialogues else response_pairs(split) for split in splits]
     if args.limit:
         pairs = [tuple(side[: args.limit] for side in split) for split in pairs]
     return pairs[0], pairs[1]
+
+
+def _load_splits(args) -> list:
+    """The corpus's (train, validation) dialogues, as ``args`` names them."""
+    if args.corpus == "dailydialog":
+        return [load_dailydialog(args.data_dir, split) for split in ("train", "validation")]
+    if args.corpus == "convai2":
+        return [load_convai2(args.train_file), load_convai2(args.valid_file)]
+    if args.corpus == "jsonl":
+        return [load_jsonl_dialogues(args.train_file), load_jsonl_dialogues(args.valid_file)]
+    return [load_hub_dialogues(args.hub_id, split) for split in ("train", "validation")]

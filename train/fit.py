@@ -31,6 +31,7 @@ from density_metric.features import Encoder
 from density_metric.fingerprint import FINGERPRINT_KEY
 from density_metric.gaussian import ESTIMATORS, GaussianAccumulator, GaussianStats
 from density_metric.repetition import RepetitionTerm
+from density_metric.repetition import check_settings as check_repetition_settings
 
 from .config import add_pair_format_arguments, init_from_pair_format, pair_format_from
 from .corpora import add_corpus_arguments, load_corpus
@@ -263,6 +264,8 @@ def fit_command(args) -> None:
             encoder_package=BACKBONE_ALIASES["minilm"] if args.reference_package else None,
             name=args.name,
         )
+        if args.repetition_weight:  # before the corpus is read and encoded, not after
+            check_repetition_settings(args.repetition_weight, args.repetition_cap)
         train_pairs, valid_pairs = load_corpus(args)
     except ValueError as err:
         fail(str(err))
