@@ -179,3 +179,14 @@ def test_fit_refuses_bad_repetition_settings_before_reading_the_corpus(tmp_path,
     argv = ["fit", "--corpus", "dailydialog", "--data-dir", tmp_path / "nowhere", "--out", tmp_path / "out", *flags]
     assert f"error: the repetition {message} must be" in train_cli_error(argv)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "flag, value, least",
+    [("--grad-accum", 0, 1), ("--negatives", -1, 1), ("--epochs", 0, 1), ("--batch-size", 0, 1)]
+    + [("--eval-batch-size", 0, 1), ("--valid-fit-pairs", 1, 2), ("--valid-limit", -1, 0), ("--save-every", 0, 1)],
+)
+def test_a_count_flag_out_of_range_is_an_error_line_naming_it(tmp_path, train_cli_error, flag, value, least):
+    # They gave a ZeroDivisionError, a reshape error, a missing log or a message naming another flag.
+    argv = ["train", "--corpus", "dailydialog", "--data-dir", tmp_path, "--out", tmp_path / "out", flag, value]
+    assert train_cli_error(argv) == f"error: {flag} must be at least {least}, got {value}"

@@ -118,6 +118,12 @@ class TrainConfig:
     def __post_init__(self):
         if isinstance(self.pair_format, dict):  # as read back from trainer_state.json
             self.pair_format = PairFormat.from_dict(self.pair_format)
+        smallest = {"negatives": 1, "epochs": 1, "batch_size": 1, "grad_accum": 1, "eval_batch_size": 1}
+        smallest |= {"save_every": 1, "valid_fit_pairs": 2, "valid_limit": 0}  # a Gaussian needs 2 golds
+        for name, least in smallest.items():
+            if getattr(self, name) < least:
+                flag = "--" + name.replace("_", "-")
+                raise ValueError(f"{flag} must be at least {least}, got {getattr(self, name)}")
         if self.contrastive_average not in CONTRASTIVE_AVERAGES:
             raise ValueError(
                 f"contrastive_average must be one of {CONTRASTIVE_AVERAGES}, got {self.contrastive_average!r}"
