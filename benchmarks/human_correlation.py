@@ -23,7 +23,7 @@ from scipy.stats import pearsonr, spearmanr
 
 from density_metric import DensityScorer
 from train.corpora import load_dailydialog
-from train.judgments import PROTOCOLS, JudgmentSet, apply_protocol, context_of, has_protocol, load_sets
+from train.judgments import PROTOCOLS, JudgmentSet, apply_protocol, context_of, has_protocol, load_named_sets
 
 from .baselines import WEIGHTS_ROOT, available_columns
 from .probes import PROBES, make_probes
@@ -341,6 +341,15 @@ def main(argv=None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     logging.getLogger("absl").setLevel(logging.WARNING)  # rouge-score logs every scorer it builds
     started = time.perf_counter()
+    try:  # before anything is scored: the sets, and the DailyDialog splits of the probes and the histogram
+        sets = load_named_sets(args.data_dir, args.sets)
+        for split in ("test", "validation"):
+            if not (Path(args.data_dir) / "dailydialog" / f"dialogues_{split}.txt").is_file():
+                raise ValueError(
+                    f"--data-dir {args.data_dir}: no dailydialog/dialogues_{split}.txt (the probes need it)"
+                )
+    except ValueError as err:
+        parser.error(str(err))
     args.out.mkdir(parents=True, exist_ok=True)
 
     def load(checkpoint, revision=None):
@@ -352,7 +361,6 @@ def main(argv=None) -> None:
         columns.append(ModelColumns(load(args.untuned_checkpoint), "untuned"))
     if not args.no_baselines:
         columns += available_columns(args.baselines_dir)
-    sets = load_sets(args.data_dir, args.sets)
     if args.limit:
         for judgments in sets:
             judgments.rows = judgments.rows[: args.limit]

@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from density_metric import DensityScorer
-from train.judgments import JudgmentSet, apply_protocol, has_protocol, load_sets
+from train.judgments import JudgmentSet, apply_protocol, has_protocol, load_named_sets
 
 from .baselines import available_columns
 from .human_correlation import ModelColumns, add_scoring_arguments, evaluate_turn_set
@@ -211,6 +211,10 @@ def main(argv=None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     logging.getLogger("absl").setLevel(logging.WARNING)
     started = time.perf_counter()
+    try:
+        sets = load_named_sets(args.data_dir, args.sets)
+    except ValueError as err:
+        parser.error(str(err))
     args.out.mkdir(parents=True, exist_ok=True)
 
     scorer = DensityScorer(args.checkpoint, args.revision, dtype=args.dtype, batch_size=args.batch_size)
@@ -229,7 +233,7 @@ def main(argv=None) -> None:
         "skipped": {},
     }
     stats_options = {"resamples": args.resamples, "seed": args.seed}
-    for judgments in load_sets(args.data_dir, args.sets):
+    for judgments in sets:
         if n_systems(judgments) < MIN_SYSTEMS:
             report["skipped"][judgments.name] = f"{n_systems(judgments)} system(s)"
             continue

@@ -214,3 +214,26 @@ def test_main_writes_the_table_for_sets_with_three_systems_or_more(tiny_checkpoi
     assert full["systems"] == {"sys0": 8, "sys1": 8, "sys2": 8}
     assert "DEnsity" in full["metrics"]
     assert "| three | 3 | 24 | DEnsity |" in (out / "system_level.md").read_text()
+
+
+def test_no_set_or_an_unknown_set_name_is_an_error_before_scoring(tmp_path, capsys):
+    # Both commands wrote an empty report and exited 0; human_correlation first scored the sets it found, then
+    # failed on the missing DailyDialog files of its probes.
+    import json
+
+    from benchmarks import human_correlation, system_level
+
+    def error(main, *argv):
+        with pytest.raises(SystemExit) as stop:
+            main([*map(str, argv), "--out", str(tmp_path / "out")])
+        assert stop.value.code == 2
+        return capsys.readouterr().err.strip().splitlines()[-1]
+
+    for main in (system_level.main, human_correlation.main):
+        assert "no *.normalized.jsonl below it (found: none)" in error(main, "--data-dir", tmp_path)
+    row = {"context": ["hi"], "response": "hello", "score": 3.0, "system": "a"}
+    (tmp_path / "toy.normalized.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    for main in (system_level.main, human_correlation.main):
+        assert "no set named nope (found: toy)" in error(main, "--data-dir", tmp_path, "--sets", "nope")
+    assert "no dailydialog/dialogues_test.txt" in error(human_correlation.main, "--data-dir", tmp_path)
+    assert not (tmp_path / "out").exists()

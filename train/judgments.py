@@ -51,6 +51,17 @@ def load_sets(data_dir: str | Path, names: list[str] | None = None) -> list[Judg
     return sets
 
 
+def load_named_sets(data_dir: str | Path, names: list[str] | None = None) -> list[JudgmentSet]:
+    """:func:`load_sets`, with a ValueError naming ``data_dir`` where it holds no set or a name matches none."""
+    sets = load_sets(data_dir, names)
+    missing = [name for name in names or [] if name not in {judgments.name for judgments in sets}]
+    if sets and not missing:
+        return sets
+    found = sorted(path.name.removesuffix(".normalized.jsonl") for path in Path(data_dir).rglob("*.normalized.jsonl"))
+    what = f"no set named {', '.join(missing)}" if missing else "no *.normalized.jsonl below it"
+    raise ValueError(f"--data-dir {data_dir}: {what} (found: {', '.join(found) or 'none'})")
+
+
 def mad_filtered_mean(ratings, low: float = 1.0, high: float = 5.0) -> float:
     """Mean of the ratings within median +- 1.4826 * MAD, scaled from [low, high] to [0, 1]."""
     ratings = np.asarray(ratings, dtype=float)
