@@ -10,12 +10,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import pearsonr
 
 from density_metric import DensityScorer
-from results.pilots.repetition.look import KINDS, look_parts, measured
-from results.pilots.subspace.look import CHECKPOINT, OTHERS, spectrum
-from train.validation import auc, spearman
+from results.pilots.repetition.look import look_parts, measured
+from results.pilots.subspace.look import CHECKPOINT, judged, print_table, spectrum
 
 EDGES = np.array([1, 2, 3, 4, 6, 8, 11, 15, 20, 27, 36, 48, 65])
 CAP = 64  # the pair format's max_response_length: g sees at most this many pieces
@@ -59,24 +57,12 @@ def main() -> None:
         print(f"{label}: {described}")
     rows = {}
     for label, law in laws.items():
-        score = {
-            name: -np.sqrt(value if law is None else value / law(lengths[name])) for name, value in squared.items()
-        }
-        row = {kind: auc(score["gold"], score[kind]) for kind in KINDS}
-        row["dev P"] = 100 * pearsonr(score["dev"], human)[0]
-        row["dev S"] = 100 * spearman(score["dev"], human)
-        row["e3"] = np.mean([row[k] for k in ("echo", "speaker", "repeat")])
-        rows[label] = row
-    control = rows["control: d"]
-    columns = [*KINDS, "dev P", "dev S", "e3"]
-    print("| distance | " + " | ".join(columns) + " | eligible |")
-    print("| --- " * (len(columns) + 2) + "|")
-    for label, row in rows.items():
-        row["eligible"] = all(row[k] >= control[k] - tol for k, tol in OTHERS.items()) and all(
-            row[k] >= control[k] - 0.5 for k in ("dev P", "dev S")
+        rows[label] = judged(
+            {name: -np.sqrt(value if law is None else value / law(lengths[name])) for name, value in squared.items()},
+            human,
         )
-        cells = [f"{row[c]:.2f}" if c.startswith("dev") else f"{row[c]:.4f}" for c in columns]
-        print(f"| {label} | " + " | ".join(cells) + f" | {'yes' if row['eligible'] else 'no'} |")
+    control = rows["control: d"]
+    print_table("distance", rows, control)
     passing = [label for label in ("power", "binned") if rows[label]["eligible"]]
     passing = [label for label in passing if rows[label]["e3"] >= control["e3"] + 0.01]
     if not passing:

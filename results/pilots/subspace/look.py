@@ -40,6 +40,30 @@ def variants(rank: int) -> dict[str, slice]:
     return out
 
 
+def judged(score: dict, human: np.ndarray) -> dict:
+    """One variant's row: density AUC per kind (``score``: the variant's score per part), `dev` Pearson and
+    Spearman x100, and e3, the mean AUC over echo, speaker and repeat."""
+    row = {kind: auc(score["gold"], score[kind]) for kind in KINDS}
+    row["dev P"] = 100 * pearsonr(score["dev"], human)[0]
+    row["dev S"] = 100 * spearman(score["dev"], human)
+    row["e3"] = np.mean([row[k] for k in ("echo", "speaker", "repeat")])
+    return row
+
+
+def print_table(header: str, rows: dict, control: dict) -> None:
+    """The rows as a markdown table, each marked eligible by the plan's rule against ``control`` (which sets
+    row["eligible"])."""
+    columns = [*KINDS, "dev P", "dev S", "e3"]
+    print(f"| {header} | " + " | ".join(columns) + " | eligible |")
+    print("| --- " * (len(columns) + 2) + "|")
+    for label, row in rows.items():
+        row["eligible"] = all(row[k] >= control[k] - tol for k, tol in OTHERS.items()) and all(
+            row[k] >= control[k] - 0.5 for k in ("dev P", "dev S")
+        )
+        cells = [f"{row[c]:.2f}" if c.startswith("dev") else f"{row[c]:.4f}" for c in columns]
+        print(f"| {label} | " + " | ".join(cells) + f" | {'yes' if row['eligible'] else 'no'} |")
+
+
 def main() -> None:
     seed = int(sys.argv[1])
     features, _, human = measured(CHECKPOINT, seed, Path(f"runs/subspace-look/features-s{seed}.npz"))
@@ -56,23 +80,9 @@ def main() -> None:
     }
     rows = {}
     for label, part in variants(len(variances)).items():
-        score = {name: -np.sqrt(np.sum(value[:, part] ** 2, axis=1)) for name, value in z.items()}
-        row = {kind: auc(score["gold"], score[kind]) for kind in KINDS}
-        row["dev P"] = 100 * pearsonr(score["dev"], human)[0]
-        row["dev S"] = 100 * spearman(score["dev"], human)
-        row["e3"] = np.mean([row[k] for k in ("echo", "speaker", "repeat")])
-        rows[label] = row
+        rows[label] = judged({name: -np.sqrt(np.sum(value[:, part] ** 2, axis=1)) for name, value in z.items()}, human)
     control = rows["full (control)"]
-    columns = [*KINDS, "dev P", "dev S", "e3"]
-    print("| distance over | " + " | ".join(columns) + " | eligible |")
-    print("| --- " * (len(columns) + 2) + "|")
-    for label, row in rows.items():
-        eligible = all(row[k] >= control[k] - tol for k, tol in OTHERS.items()) and all(
-            row[k] >= control[k] - 0.5 for k in ("dev P", "dev S")
-        )
-        row["eligible"] = eligible
-        cells = [f"{row[c]:.2f}" if c.startswith("dev") else f"{row[c]:.4f}" for c in columns]
-        print(f"| {label} | " + " | ".join(cells) + f" | {'yes' if eligible else 'no'} |")
+    print_table("distance over", rows, control)
     best = max(
         (label for label in rows if label != "full (control)" and rows[label]["eligible"]),
         key=lambda label: rows[label]["e3"],
