@@ -51,7 +51,7 @@ def test_table_has_one_column_per_arm(tmp_path, capsys):
 
 
 def test_training_time_leaves_out_the_evaluations_before_the_last_step(tmp_path):
-    # a judged checkpoint (results/pilots/judge_at_start.sh): 530 s of evaluation at step 0, then one 10 s step
+    # a judged checkpoint (results/experiments/judge_at_start.sh): 530 s of evaluation at step 0, then one 10 s step
     (tmp_path / "a").mkdir()
     records = [
         {"type": "eval", "epoch": 0, "step": 0, "seconds": 530.0, "recall_at_1": 0.5},
