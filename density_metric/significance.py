@@ -28,6 +28,28 @@ bootstrap, 4 % under randomization). Randomization's p is two-sided and agrees w
 ``scipy.stats.permutation_test``. Both p-values are reported; ``test="bs"`` lets the bootstrap
 decide, as sacrebleu's ``--paired-bs`` does.
 
+Scores are equal within a tolerance. The same rows scored with another batch size, order or split
+move by a few 1e-6 relative under the float32 default (``benchmarks/batch_invariance_cpu.json``;
+the tests hold it to :data:`SCORE_RTOL` = 1e-5), and with ``>=`` an exact tie (swapping every row
+gives exactly ``|delta|``) was counted or not by the last bit of a sum: 5 rows gave p 0.062 at one
+batch size and 0.033 at another. So each score is taken as known to ``rtol`` (default
+:data:`SCORE_RTOL`, named in the signature as ``rtol:1e-05``) relative: a row's difference
+``d_i = a_i - b_i`` to ``e_i = (rtol + n eps) (|a_i| + |b_i|)`` (``n eps`` bounds float64 rounding of a
+sum of n terms). Every statistic either test compares with ``|delta|`` is a mean of +-d_i over rows,
+of resampled d_i, or a difference of two such, so ``statistic - |delta|`` is known to
+``3 max_i e_i``, the pair's ``tolerance``: a null statistic counts when it is at least
+``|delta| - tolerance`` (:func:`p_value`). A row is a tie when ``|d_i| <= e_i``, a win beyond it.
+Noise below the tolerance then moves no p-value, unless a null statistic lies within that noise of
+``|delta| - tolerance`` itself (a band 10^5 times narrower than the scores). bfloat16 scores move by
+about 2e-2 relative with the batch: pass ``rtol`` to match.
+
+Tiny samples: randomization's p is at least ``(m + 1) / (trials + 1)``, m the trials that swap every
+row or none (they give exactly ``|delta|``; for rows whose differences have one sign no other swap
+reaches it), about ``trials * 2^(1 - n)``: at the defaults p < 0.05 needs 6 rows
+(:func:`smallest_significant_n`, exact for the seed's draws). Below that, :func:`compare` warns
+(``ComparisonResult.warnings``, logged, and printed by ``compare``), whichever test decides: the
+bootstrap's p of one row is 1 / (resamples + 1), "significant" from nothing.
+
 Confidence intervals (95 %) are sacrebleu's bootstrap percentiles: of the sorted resampled means
 (or differences), the values at ``resamples // 40`` and ``resamples - resamples // 40 - 1``.
 
@@ -39,17 +61,39 @@ scores. Memory is bounded by doing that ``chunk`` rows of the matrix at a time.
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+# The result and its tables are re-exported here: density_metric.significance.ComparisonResult and its siblings.
+from .comparison_result import ALPHA, TESTS, ComparisonResult, grid_cells, pairwise_grid, system_table
+
+__all__ = [
+    "ALPHA",
+    "TESTS",
+    "ComparisonResult",
+    "bootstrap_indices",
+    "compare",
+    "grid_cells",
+    "p_value",
+    "pairwise_grid",
+    "percentile_ci",
+    "randomized_differences",
+    "resampled_means",
+    "smallest_randomization_p",
+    "smallest_significant_n",
+    "system_table",
+]
+
+logger = logging.getLogger(__name__)
+
 DEFAULT_SEED = 12345
 DEFAULT_RESAMPLES = 1000
 DEFAULT_TRIALS = 10000
-TESTS = {"bs": "paired bootstrap", "ar": "approximate randomization"}
-ALPHA = 0.05
+# Relative tolerance of a score: what the tests hold the float32 default's batch invariance to (see above).
+SCORE_RTOL = 1e-5
 _CHUNK_VALUES = 1 << 20  # entries of one (rows, n) block of the resampling matrices: 8 MB as float64
 
 
@@ -109,28 +153,67 @@ def randomized_differences(
         (trials, p) float64: ``|mean(sign_k * differences[:, j])|`` with sign -1 where swapped.
     """
     n = differences.shape[0]
-    rng = np.random.default_rng(seed)
     out = np.empty((trials, differences.shape[1]))
-    # Blocks of whole 32-row multiples keep the bit stream the same as one (trials, n) draw.
-    step = _block_rows(n, multiple=32)
     total = differences.sum(axis=0)
-    swapped = np.empty((step, n))
-    for start in range(0, trials, step):
-        rows = min(step, trials - start)
-        np.copyto(swapped[:rows], rng.integers(2, size=(rows, n), dtype=bool))
+    swapped = np.empty((_block_rows(n, multiple=32), n))
+    start = 0
+    for block in _swap_blocks(n, trials, seed):
+        rows = len(block)
+        np.copyto(swapped[:rows], block)
         # sum(sign * d) with sign -1 where swapped = sum(d) - 2 * sum(swapped * d).
         out[start : start + rows] = np.abs(total - 2.0 * (swapped[:rows] @ differences)) / n
+        start += rows
     return out
 
 
-def p_value(null: np.ndarray, observed: np.ndarray) -> np.ndarray:
-    """``(c + 1) / (k + 1)`` per column, c counting the k null statistics at least ``observed``.
+def _swap_blocks(n: int, trials: int, seed: int | None):
+    """sacrebleu's swap draw ``default_rng(seed).integers(2, size=(trials, n), dtype=bool)``, in (rows, n) blocks."""
+    rng = np.random.default_rng(seed)
+    # Blocks of whole 32-row multiples keep the bit stream the same as one (trials, n) draw.
+    step = _block_rows(n, multiple=32)
+    for start in range(0, trials, step):
+        yield rng.integers(2, size=(min(step, trials - start), n), dtype=bool)
+
+
+def smallest_randomization_p(n: int, trials: int = DEFAULT_TRIALS, seed: int | None = DEFAULT_SEED) -> float:
+    """The smallest p approximate randomization can give on n rows: ``(m + 1) / (trials + 1)``.
+
+    m counts the trials that swap every row or none: they give exactly the observed ``|delta|``, and for
+    rows whose differences all have one sign (and are not 0) every other swap gives less. With a seed, m is
+    counted in the seed's draws (:func:`randomized_differences`'); with ``seed=None`` it is its expectation,
+    ``trials * 2^(1 - n)`` (each row swapped with probability 1/2; one row: every trial).
+    """
+    if seed is None:
+        constant = trials * min(1.0, 2.0 ** (1 - n))
+    else:
+        constant = sum(int(np.sum(block.all(axis=1) | ~block.any(axis=1))) for block in _swap_blocks(n, trials, seed))
+    return (constant + 1) / (trials + 1)
+
+
+def smallest_significant_n(
+    trials: int = DEFAULT_TRIALS, seed: int | None = DEFAULT_SEED, alpha: float = ALPHA
+) -> int | None:
+    """The fewest rows on which approximate randomization can give p < ``alpha``
+    (:func:`smallest_randomization_p`); None if no number can (``1 / (trials + 1) >= alpha``)."""
+    if 1 / (trials + 1) >= alpha:
+        return None
+    n = 1
+    # m shrinks about twofold a row, so this ends near log2(trials * 2 / (alpha * trials)); m = 0 always ends it.
+    while smallest_randomization_p(n, trials, seed) >= alpha:
+        n += 1
+    return n
+
+
+def p_value(null: np.ndarray, observed: np.ndarray, tolerance: np.ndarray | float = 0.0) -> np.ndarray:
+    """``(c + 1) / (k + 1)`` per column, c counting the k null statistics at least ``observed - tolerance``.
 
     Args:
         null: (k, p) statistics under the null hypothesis.
         observed: (p,) observed statistics.
+        tolerance: (p,) or a number: how far a statistic may fall short of ``observed`` and still tie it
+            (the scores' float noise; see the module docstring).
     """
-    count = np.sum(null >= observed, axis=0)
+    count = np.sum(null >= observed - tolerance, axis=0)
     return (count + 1) / (len(null) + 1)
 
 
@@ -140,130 +223,6 @@ def percentile_ci(samples: np.ndarray) -> np.ndarray:
     k = len(ordered)
     lower = k // 40
     return np.stack([ordered[lower], ordered[k - lower - 1]], axis=1)
-
-
-@dataclass
-class ComparisonResult:
-    """The outcome of :func:`compare`.
-
-    Attributes:
-        systems: one dict per system, in input order: ``name``, ``n``, ``mean`` (mean score),
-            ``ci`` ([lower, upper] bootstrap 95 % interval of the mean) and ``calibrated_mean``
-            (None when no calibrated scores were given).
-        pairs: one dict per pair (a, b), a before b in input order: ``a``, ``b``, ``delta``
-            (mean(a) - mean(b)), ``ci`` (its paired-bootstrap 95 % interval), ``p_value`` (of
-            ``test``), ``test`` (``"bs"`` or ``"ar"``, the test that decides), ``p_bootstrap``,
-            ``p_randomization``, ``significant`` (p_value < 0.05), ``winner`` (the better system's
-            name if significant, else None), and ``wins_a``, ``wins_b``, ``ties``: the share of
-            rows where a scores higher, lower, the same.
-        signature: e.g. ``test:ar|ar:10000|bs:1000|seed:12345``, then the scorer's signature if known.
-    """
-
-    systems: list[dict[str, Any]]
-    pairs: list[dict[str, Any]]
-    signature: str
-    # The paired bootstrap differences (resamples, pairs), for plots; not written to JSON.
-    bootstrap_differences: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 0)))
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"systems": [...], "pairs": [...], "signature": ...}``, JSON-ready."""
-        return {"systems": self.systems, "pairs": self.pairs, "signature": self.signature}
-
-    def pair(self, a: str, b: str) -> dict[str, Any]:
-        """The pair of systems ``a`` and ``b``, with ``delta`` as mean(a) - mean(b) either way round."""
-        for entry in self.pairs:
-            if (entry["a"], entry["b"]) == (a, b):
-                return entry
-            if (entry["a"], entry["b"]) == (b, a):
-                lower, upper = entry["ci"]
-                return {
-                    **entry,
-                    "a": a,
-                    "b": b,
-                    "delta": -entry["delta"],
-                    "ci": [-upper, -lower],
-                    "wins_a": entry["wins_b"],
-                    "wins_b": entry["wins_a"],
-                }
-        raise ValueError(f"no pair of systems {a!r} and {b!r}; systems: {[s['name'] for s in self.systems]}")
-
-    def format(self) -> str:
-        """The per-system table and the pairwise grid, as text (what ``compare`` prints)."""
-        return "\n".join([system_table(self), "", pairwise_grid(self), "", self.signature])
-
-
-def _number(value: float | None, digits: int = 4) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _signed(value: float) -> str:
-    return f"{round(value, 4) or 0.0:+.4f}"  # no "-0.0000"
-
-
-def _text_table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(cell) for cell in column) for column in zip(header, *rows)]
-    lines = [header, ["-" * width for width in widths], *rows]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines)
-
-
-def system_table(result: ComparisonResult) -> str:
-    """One row per system: n, mean score and its 95 % interval, mean calibrated score."""
-    header = ["system", "n", "mean", "95% CI", "calibrated"]
-    rows = [
-        [
-            s["name"],
-            str(s["n"]),
-            _number(s["mean"]),
-            f"[{_number(s['ci'][0])}, {_number(s['ci'][1])}]",
-            _number(s["calibrated_mean"]),
-        ]
-        for s in result.systems
-    ]
-    return _text_table(header, rows)
-
-
-def grid_cells(result: ComparisonResult) -> list[list[str]]:
-    """comet-compare's grid, one list per row system: its name, then mean(row) - mean(column) per
-    column system, marked ``*`` where p < 0.05 (empty on the diagonal)."""
-    names = [s["name"] for s in result.systems]
-    rows = []
-    for a in names:
-        cells = [a]
-        for b in names:
-            if a == b:
-                cells.append("")
-                continue
-            entry = result.pair(a, b)
-            cells.append(f"{_signed(entry['delta'])}{'*' if entry['significant'] else ''}")
-        rows.append(cells)
-    return rows
-
-
-def pairwise_grid(result: ComparisonResult) -> str:
-    """The grid of :func:`grid_cells` and a line per pair, as text."""
-    names = [s["name"] for s in result.systems]
-    test = TESTS[result.pairs[0]["test"]] if result.pairs else TESTS["ar"]
-    grid = _text_table(["row - column", *names], grid_cells(result))
-    lines = [grid, f"* p < {ALPHA} ({test}; the test that decides)", ""]
-    header = ["a", "b", "delta", "95% CI", "p", "p_bs", "p_ar", "a wins", "b wins", "ties", "verdict"]
-    table = [
-        [
-            p["a"],
-            p["b"],
-            _signed(p["delta"]),
-            f"[{_signed(p['ci'][0])}, {_signed(p['ci'][1])}]",
-            f"{p['p_value']:.4f}",
-            f"{p['p_bootstrap']:.4f}",
-            f"{p['p_randomization']:.4f}",
-            f"{p['wins_a']:.1%}",
-            f"{p['wins_b']:.1%}",
-            f"{p['ties']:.1%}",
-            f"{p['winner']} is better" if p["winner"] else "no significant difference",
-        ]
-        for p in result.pairs
-    ]
-    lines.append(_text_table(header, table))
-    return "\n".join(lines)
 
 
 def _as_systems(scores: Mapping[str, Any] | Sequence[Any], names: Sequence[str] | None) -> tuple[list[str], list]:
@@ -317,6 +276,7 @@ def compare(
     resamples: int = DEFAULT_RESAMPLES,
     trials: int = DEFAULT_TRIALS,
     seed: int | None = DEFAULT_SEED,
+    rtol: float = SCORE_RTOL,
     scorer_signature: str | None = None,
 ) -> ComparisonResult:
     """Compare systems scored on the same rows: means, 95 % intervals and paired p-values.
@@ -331,6 +291,8 @@ def compare(
             docstring). Both p-values are reported.
         resamples: bootstrap resamples (also the intervals'); trials: randomization trials.
         seed: of both draws; None draws fresh entropy (then the signature says ``seed:none``).
+        rtol: relative tolerance of a score (default :data:`SCORE_RTOL`, 1e-5: the float32 default's
+            batch invariance): differences within it are ties, so float noise moves no p-value (module docstring).
         scorer_signature: appended to the signature (``DensityScorer.signature``).
 
     Returns:
@@ -347,6 +309,8 @@ def compare(
     trials = _check_count(trials, "trials")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
         raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
+    if isinstance(rtol, bool) or not isinstance(rtol, (int, float, np.floating)) or not 0 <= rtol < 1:
+        raise ValueError(f"rtol must be a number in [0, 1), got {rtol!r}")
     system_names, arrays = _as_systems(scores, names)
     matrix = _as_matrix(arrays, system_names, "scores")
     calibrated_matrix = None
@@ -378,17 +342,22 @@ def compare(
     pair_index = list(itertools.combinations(range(len(system_names)), 2))
     differences = np.stack([matrix[:, a] - matrix[:, b] for a, b in pair_index], axis=1)  # (n, pairs)
     delta = differences.mean(axis=0)
+    # How far each row's difference may move with the scores' float noise, and every test statistic with it.
+    row_tolerance = (rtol + n * np.finfo(np.float64).eps) * np.stack(
+        [np.abs(matrix[:, a]) + np.abs(matrix[:, b]) for a, b in pair_index], axis=1
+    )
+    tolerance = 3 * row_tolerance.max(axis=0)
     boot_differences = np.stack([boot[:, a] - boot[:, b] for a, b in pair_index], axis=1)
     spread = np.abs(boot_differences)
-    p_bootstrap = p_value(spread - spread.mean(axis=0), np.abs(delta))
-    p_randomization = p_value(randomized_differences(differences, trials, seed), np.abs(delta))
+    p_bootstrap = p_value(spread - spread.mean(axis=0), np.abs(delta), tolerance)
+    p_randomization = p_value(randomized_differences(differences, trials, seed), np.abs(delta), tolerance)
     pair_ci = percentile_ci(boot_differences)
     pairs = []
     for j, (a, b) in enumerate(pair_index):
         p = float(p_bootstrap[j] if test == "bs" else p_randomization[j])
         significant = p < ALPHA
         winner = None
-        if significant and delta[j] != 0:
+        if significant and abs(delta[j]) > tolerance[j]:
             winner = system_names[a] if delta[j] > 0 else system_names[b]
         pairs.append(
             {
@@ -402,13 +371,34 @@ def compare(
                 "p_randomization": float(p_randomization[j]),
                 "significant": significant,
                 "winner": winner,
-                "wins_a": float(np.mean(differences[:, j] > 0)),
-                "wins_b": float(np.mean(differences[:, j] < 0)),
-                "ties": float(np.mean(differences[:, j] == 0)),
+                "wins_a": float(np.mean(differences[:, j] > row_tolerance[:, j])),
+                "wins_b": float(np.mean(differences[:, j] < -row_tolerance[:, j])),
+                "ties": float(np.mean(np.abs(differences[:, j]) <= row_tolerance[:, j])),
             }
         )
     seed_text = "none" if seed is None else str(seed)
-    signature = f"test:{test}|ar:{trials}|bs:{resamples}|seed:{seed_text}"
+    signature = f"test:{test}|ar:{trials}|bs:{resamples}|seed:{seed_text}|rtol:{rtol:g}"
     if scorer_signature:
         signature += f"|{scorer_signature}"
-    return ComparisonResult(systems, pairs, signature, boot_differences)
+    warnings = _small_sample_warnings(n, test, trials, seed)
+    for warning in warnings:
+        logger.warning(warning)
+    return ComparisonResult(systems, pairs, signature, warnings, boot_differences)
+
+
+def _small_sample_warnings(n: int, test: str, trials: int, seed: int | None) -> list[str]:
+    """A warning when n rows are fewer than approximate randomization needs to reach p < ALPHA."""
+    needed = smallest_significant_n(trials, seed)
+    if needed is not None and n >= needed:
+        return []
+    rows = f"{n} row{'s' if n != 1 else ''}"
+    if needed is None:
+        reach = f"with {trials} trials no number of rows can (p >= 1/{trials + 1})"
+    else:
+        reach = f"it needs at least {needed} rows (its smallest p on {rows}: {smallest_randomization_p(n, trials, seed):.4f})"
+    bootstrap = (
+        "; the bootstrap's p is not meaningful there either (on 1 row every resample is that row)"
+        if test == "bs"
+        else ""
+    )
+    return [f"{rows}: too few for approximate randomization to reach p < {ALPHA}: {reach}{bootstrap}"]

@@ -203,7 +203,7 @@ def test_compare_files_gives_the_table_the_grid_and_the_plot(client, app_scorer,
     assert float(grid["data"][0][2].rstrip("*")) == pytest.approx(delta, abs=1e-4)
     assert float(grid["data"][1][1].rstrip("*")) == pytest.approx(-delta, abs=1e-4)
     assert plot["type"] == "matplotlib"
-    assert "test:ar|ar:10000|bs:1000|seed:12345|density_metric=" in summary
+    assert "test:ar|ar:10000|bs:1000|seed:12345|rtol:1e-05|density_metric=" in summary
 
 
 def test_compare_files_names_the_differing_row_by_file_name(client, tiny_checkpoint, tmp_path):

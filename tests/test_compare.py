@@ -37,7 +37,7 @@ def test_json_output_has_the_documented_shape_and_the_scorers_numbers(
 ):
     assert run_compare(tiny_checkpoint, *two_systems, "--json", tmp_path / "out.json") == 0
     out = json.loads((tmp_path / "out.json").read_text())
-    assert set(out) == {"systems", "pairs", "signature"}
+    assert set(out) == {"systems", "pairs", "signature", "warnings"}
     assert [s["name"] for s in out["systems"]] == ["good", "bad"]
     for system in out["systems"]:
         assert {"name", "n", "mean", "ci", "calibrated_mean"} <= set(system) and len(system["ci"]) == 2
@@ -49,7 +49,7 @@ def test_json_output_has_the_documented_shape_and_the_scorers_numbers(
     assert out["systems"][1]["calibrated_mean"] == pytest.approx(bad.calibrated.mean(), rel=1e-5)
     assert pair["delta"] == pytest.approx(good.scores.mean() - bad.scores.mean(), rel=1e-5)
     assert pair["wins_a"] == np.mean(good.scores > bad.scores)
-    assert out["signature"].startswith("test:ar|ar:500|bs:200|seed:12345|density_metric=")
+    assert out["signature"].startswith("test:ar|ar:500|bs:200|seed:12345|rtol:1e-05|density_metric=")
     printed = capsys.readouterr().out
     assert "row - column" in printed and out["signature"] in printed
 
@@ -116,7 +116,7 @@ def test_files_with_a_score_column_are_not_scored_again(tmp_path, capsys):
     out = json.loads((tmp_path / "out.json").read_text())
     assert out["pairs"][0]["delta"] == pytest.approx(np.mean(a_scores) - np.mean(b_scores))
     assert out["systems"][0]["calibrated_mean"] is None
-    assert out["signature"] == "test:ar|ar:10000|bs:1000|seed:12345"
+    assert out["signature"] == "test:ar|ar:10000|bs:1000|seed:12345|rtol:1e-05"
 
 
 def test_a_stored_score_that_is_not_a_number_is_an_error_naming_the_row(tmp_path, capsys):
@@ -206,7 +206,7 @@ def test_stored_scores_that_differ_only_in_library_versions_compare_under_both_s
     args = [tmp_path / "a.jsonl", tmp_path / "b.jsonl", "--json", tmp_path / "out.json"]
     assert main(["compare", *map(str, args)]) == 0
     out = json.loads((tmp_path / "out.json").read_text())
-    assert out["signature"] == f"test:ar|ar:10000|bs:1000|seed:12345|{SIGNATURE} + {newer}"
+    assert out["signature"] == f"test:ar|ar:10000|bs:1000|seed:12345|rtol:1e-05|{SIGNATURE} + {newer}"
 
 
 def test_a_file_with_scores_of_two_runs_is_an_error_naming_the_row(tmp_path, capsys):
@@ -238,3 +238,24 @@ def test_one_checkpoint_loaded_from_two_places_counts_as_one(tmp_path):
 def test_a_name_given_twice_in_names_is_blamed_on_names(tiny_checkpoint, two_systems, capsys):
     line = error_line(capsys, run_compare, tiny_checkpoint, *two_systems, "--names", "a,a")
     assert line == "error: --names gives 'a' twice"
+
+
+def test_the_printed_comparison_does_not_depend_on_the_batch_size(tiny_checkpoint, tmp_path, capsys):
+    """Scores move by float noise with the batch size; the p-values and verdicts they give must not."""
+    contexts = [[f"hi {word}", "how are you"] for word in "abcdefghijkl"]
+    write_jsonl(tmp_path / "a.jsonl", system_rows([f"fine {w} thanks" for w in "abcdefghijkl"], contexts))
+    write_jsonl(tmp_path / "b.jsonl", system_rows(["the the the"] * 12, contexts))
+    printed = {}
+    for batch_size in (1, 5, 64):
+        assert run_compare(tiny_checkpoint, tmp_path / "a.jsonl", tmp_path / "b.jsonl", "--batch-size", batch_size) == 0
+        lines = capsys.readouterr().out.splitlines()
+        printed[batch_size] = [line for line in lines if line.startswith("a ")][-1]  # the pair's line
+    assert printed[1] == printed[5] == printed[64]
+
+
+def test_too_few_rows_are_warned_about_in_the_printed_output(tiny_checkpoint, two_systems, capsys):
+    assert run_compare(tiny_checkpoint, *two_systems, "--test", "bs") == 0
+    captured = capsys.readouterr()
+    assert "warning: 4 rows: too few for approximate randomization to reach p < 0.05: it needs at least 6 rows" in (
+        captured.out
+    )

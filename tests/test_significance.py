@@ -1,5 +1,7 @@
 """Paired significance tests (density_metric.significance) against a plain float64 loop and scipy."""
 
+import itertools
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -15,10 +17,12 @@ def systems(n=400, shift=0.0, noise=1.0, seed=0):
     return a, a + shift + rng.normal(scale=noise, size=n)
 
 
-def loop_reference(a, b, resamples, trials, seed):
-    """sacrebleu's procedure written out one resample and one trial at a time, ties counted (>=)."""
+def loop_reference(a, b, resamples, trials, seed, rtol=1e-5):
+    """sacrebleu's procedure written out one resample and one trial at a time, ties counted (>=): a statistic
+    ties ``delta`` within 3 times the largest row tolerance, (rtol + n eps) (|a_i| + |b_i|)."""
     n = len(a)
-    delta = abs(np.mean(a) - np.mean(b))
+    tolerance = 3 * max((rtol + n * 2.0**-52) * (abs(x) + abs(y)) for x, y in zip(a, b))
+    delta = abs(np.mean(a) - np.mean(b)) - tolerance
     indices = np.random.default_rng(seed).choice(n, size=(resamples, n), replace=True)  # sacrebleu's draw
     means_a = [np.mean([a[i] for i in row]) for row in indices]
     means_b = [np.mean([b[i] for i in row]) for row in indices]
@@ -154,7 +158,7 @@ def test_the_seed_reproduces_every_number_and_names_itself_in_the_signature():
     again = compare({"a": a, "b": b}, seed=3, resamples=200, trials=300).to_dict()
     other = compare({"a": a, "b": b}, seed=4, resamples=200, trials=300).to_dict()
     assert first == again and first != other
-    assert first["signature"] == "test:ar|ar:300|bs:200|seed:3"
+    assert first["signature"] == "test:ar|ar:300|bs:200|seed:3|rtol:1e-05"
 
 
 def test_every_pair_of_three_systems_is_compared_once_in_input_order():
@@ -180,3 +184,125 @@ def test_every_pair_of_three_systems_is_compared_once_in_input_order():
 def test_bad_input_is_a_value_error_naming_the_problem(scores, options, message):
     with pytest.raises(ValueError, match=message):
         compare(scores, **options)
+
+
+# ---------------------------------------------------------------- float noise of the scorer (issue 51, 4.1)
+
+# Five rows of raw scores of the size the bundled model gives (examples/attentive and generic).
+FIVE_A = np.array([-23.71181626, -8.7966591, -15.3249623, -19.0410137, -12.5521884])
+FIVE_B = np.array([-44.11507696, -71.99565852, -32.45333693, -50.2197719, -41.3382213])
+
+
+def constant_swaps(trials: int, n: int, seed: int) -> int:
+    """Trials of sacrebleu's swap draw that swap every row or none: the only ones whose statistic equals the
+    observed |delta| when every row's difference has the same sign."""
+    swaps = np.random.default_rng(seed).integers(2, size=(trials, n), dtype=bool)
+    return int(np.sum(swaps.all(axis=1) | ~swaps.any(axis=1)))
+
+
+def test_randomization_p_does_not_move_with_float_noise_below_the_scorers_tolerance():
+    """The same rows scored at two batch sizes differ by a few 1e-6 relative (benchmarks/batch_invariance_cpu.json);
+    the exact tie of swapping every row must count whatever that noise does to its last bits."""
+    expected = (constant_swaps(10000, 5, 12345) + 1) / 10001
+    rng = np.random.default_rng(0)
+    seen = set()
+    for _ in range(40):
+        a = FIVE_A * (1 + rng.uniform(-3e-6, 3e-6, size=5))
+        b = FIVE_B * (1 + rng.uniform(-3e-6, 3e-6, size=5))
+        pair = compare({"attentive": a, "generic": b}).pairs[0]
+        seen.add((pair["p_value"], pair["winner"]))
+    assert len(seen) == 1, seen
+    p, winner = seen.pop()
+    assert p == pytest.approx(expected, abs=1e-12) and winner is None
+
+
+def test_identical_replies_scored_with_float_noise_tie_under_both_tests():
+    """Two systems with the same replies, scored in two runs whose batches differ: nothing to tell apart."""
+    a, _ = systems(n=30, seed=2)
+    noisy = a * (1 + np.random.default_rng(3).uniform(-3e-6, 3e-6, 30))
+    for test in ("ar", "bs"):
+        pair = compare({"a": a, "b": noisy}, test=test).pairs[0]
+        assert (pair["p_bootstrap"], pair["p_randomization"], pair["winner"]) == (1.0, 1.0, None)
+        assert (pair["wins_a"], pair["wins_b"], pair["ties"]) == (0.0, 0.0, 1.0)
+
+
+def test_wins_and_ties_do_not_move_with_float_noise_below_the_scorers_tolerance():
+    a, b = systems(n=40, shift=0.05, noise=0.2, seed=9)
+    b[:5] = a[:5]  # five rows with the same reply
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        noisy = compare(
+            {"a": a * (1 + rng.uniform(-3e-6, 3e-6, 40)), "b": b * (1 + rng.uniform(-3e-6, 3e-6, 40))},
+            resamples=10,
+            trials=10,
+        ).pairs[0]
+        assert (noisy["wins_a"], noisy["wins_b"], noisy["ties"]) == (
+            np.mean(a[5:] > b[5:]) * 35 / 40,
+            np.mean(a[5:] < b[5:]) * 35 / 40,
+            5 / 40,
+        )
+
+
+def test_the_tolerance_is_in_the_signature():
+    result = compare({"a": [1.0, 2.0], "b": [0.0, 1.0]}, resamples=10, trials=10, seed=3)
+    assert "|rtol:1e-05" in result.signature
+
+
+def test_a_difference_beyond_the_tolerance_still_counts():
+    """Only differences within the scores' tolerance are ties: one unit in the last-but-five digit is a win."""
+    pair = compare({"a": [10.0, 20.0], "b": [10.0 - 1e-3, 20.0]}, resamples=10, trials=10).pairs[0]
+    assert (pair["wins_a"], pair["ties"]) == (0.5, 0.5)
+
+
+# ---------------------------------------------------------------- tiny n (issue 51, 4.5)
+
+
+def brute_force_smallest_p(n: int, trials: int, seed: int) -> float:
+    """The smallest randomization p over every sign pattern of n rows with distinct magnitudes, by compare itself."""
+    magnitudes = 1.0 + np.sqrt(np.arange(2, n + 2))  # distinct, no pattern sums to another's
+    smallest = 1.0
+    for signs in itertools.product((1.0, -1.0), repeat=n):
+        d = np.array(signs) * magnitudes
+        pair = compare({"a": d, "b": np.zeros(n)}, trials=trials, resamples=10, seed=seed).pairs[0]
+        smallest = min(smallest, pair["p_randomization"])
+    return smallest
+
+
+@pytest.mark.parametrize("trials, seed", [(10000, 12345), (300, 7)])
+def test_smallest_significant_n_agrees_with_brute_force_enumeration(trials, seed):
+    from density_metric.significance import ALPHA, smallest_randomization_p, smallest_significant_n
+
+    smallest_n = smallest_significant_n(trials, seed)
+    for n in range(1, smallest_n + 1):
+        brute = brute_force_smallest_p(n, trials, seed)
+        assert smallest_randomization_p(n, trials, seed) == pytest.approx(brute, abs=1e-12)
+        assert (brute < ALPHA) == (n == smallest_n)
+
+
+def test_the_default_test_reaches_significance_from_six_rows():
+    from density_metric.significance import smallest_significant_n
+
+    assert smallest_significant_n() == 6  # at n = 5 about 2/32 of the trials tie the observed difference
+
+
+def test_too_few_trials_never_reach_significance():
+    from density_metric.significance import smallest_significant_n
+
+    assert smallest_significant_n(trials=19) is None  # p >= 1 / 20
+
+
+@pytest.mark.parametrize("test", ["ar", "bs"])
+def test_comparing_fewer_rows_than_can_reach_significance_warns_naming_the_smallest_n(test, caplog):
+    with caplog.at_level("WARNING", logger="density_metric.significance"):
+        result = compare({"a": [1.0], "b": [0.0]}, test=test)
+    assert len(result.warnings) == 1 and "1 row" in result.warnings[0] and "at least 6 rows" in result.warnings[0]
+    assert result.warnings[0] in caplog.text
+    assert "warning: " + result.warnings[0] in result.format()
+    assert result.to_dict()["warnings"] == result.warnings
+
+
+def test_enough_rows_do_not_warn(caplog):
+    a, b = systems(n=6, shift=1.0)
+    with caplog.at_level("WARNING"):
+        result = compare({"a": a, "b": b})
+    assert result.warnings == [] and "warning" not in result.format() and not caplog.text

@@ -1,0 +1,144 @@
+"""What :func:`density_metric.significance.compare` returns, and the tables ``compare`` prints from it.
+
+The statistics are :mod:`density_metric.significance`'s; this module holds the result (per system, per pair,
+the signature and the warnings) and its text: the per-system table, comet-compare's pairwise grid, and a line
+per pair with its verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+TESTS = {"bs": "paired bootstrap", "ar": "approximate randomization"}
+ALPHA = 0.05  # a pair is significant at p < ALPHA
+
+
+@dataclass
+class ComparisonResult:
+    """The outcome of :func:`compare`.
+
+    Attributes:
+        systems: one dict per system, in input order: ``name``, ``n``, ``mean`` (mean score),
+            ``ci`` ([lower, upper] bootstrap 95 % interval of the mean) and ``calibrated_mean``
+            (None when no calibrated scores were given).
+        pairs: one dict per pair (a, b), a before b in input order: ``a``, ``b``, ``delta``
+            (mean(a) - mean(b)), ``ci`` (its paired-bootstrap 95 % interval), ``p_value`` (of
+            ``test``), ``test`` (``"bs"`` or ``"ar"``, the test that decides), ``p_bootstrap``,
+            ``p_randomization``, ``significant`` (p_value < 0.05), ``winner`` (the better system's
+            name if significant, else None), and ``wins_a``, ``wins_b``, ``ties``: the share of
+            rows where a scores higher, lower, the same.
+            A row is a tie when its difference is within the scores' tolerance (module docstring).
+        signature: e.g. ``test:ar|ar:10000|bs:1000|seed:12345|rtol:1e-05``, then the scorer's signature if known.
+        warnings: what makes the p-values unreliable, e.g. fewer rows than can reach p < 0.05; also logged.
+    """
+
+    systems: list[dict[str, Any]]
+    pairs: list[dict[str, Any]]
+    signature: str
+    warnings: list[str] = field(default_factory=list)
+    # The paired bootstrap differences (resamples, pairs), for plots; not written to JSON.
+    bootstrap_differences: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 0)))
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"systems": [...], "pairs": [...], "signature": ..., "warnings": [...]}``, JSON-ready."""
+        return {"systems": self.systems, "pairs": self.pairs, "signature": self.signature, "warnings": self.warnings}
+
+    def pair(self, a: str, b: str) -> dict[str, Any]:
+        """The pair of systems ``a`` and ``b``, with ``delta`` as mean(a) - mean(b) either way round."""
+        for entry in self.pairs:
+            if (entry["a"], entry["b"]) == (a, b):
+                return entry
+            if (entry["a"], entry["b"]) == (b, a):
+                lower, upper = entry["ci"]
+                return {
+                    **entry,
+                    "a": a,
+                    "b": b,
+                    "delta": -entry["delta"],
+                    "ci": [-upper, -lower],
+                    "wins_a": entry["wins_b"],
+                    "wins_b": entry["wins_a"],
+                }
+        raise ValueError(f"no pair of systems {a!r} and {b!r}; systems: {[s['name'] for s in self.systems]}")
+
+    def format(self) -> str:
+        """The per-system table and the pairwise grid, as text (what ``compare`` prints)."""
+        warnings = [f"warning: {warning}" for warning in self.warnings]
+        return "\n".join([system_table(self), "", pairwise_grid(self), "", self.signature, *warnings])
+
+
+def _number(value: float | None, digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _signed(value: float) -> str:
+    return f"{round(value, 4) or 0.0:+.4f}"  # no "-0.0000"
+
+
+def _text_table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows)]
+    lines = [header, ["-" * width for width in widths], *rows]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines)
+
+
+def system_table(result: ComparisonResult) -> str:
+    """One row per system: n, mean score and its 95 % interval, mean calibrated score."""
+    header = ["system", "n", "mean", "95% CI", "calibrated"]
+    rows = [
+        [
+            s["name"],
+            str(s["n"]),
+            _number(s["mean"]),
+            f"[{_number(s['ci'][0])}, {_number(s['ci'][1])}]",
+            _number(s["calibrated_mean"]),
+        ]
+        for s in result.systems
+    ]
+    return _text_table(header, rows)
+
+
+def grid_cells(result: ComparisonResult) -> list[list[str]]:
+    """comet-compare's grid, one list per row system: its name, then mean(row) - mean(column) per
+    column system, marked ``*`` where p < 0.05 (empty on the diagonal)."""
+    names = [s["name"] for s in result.systems]
+    rows = []
+    for a in names:
+        cells = [a]
+        for b in names:
+            if a == b:
+                cells.append("")
+                continue
+            entry = result.pair(a, b)
+            cells.append(f"{_signed(entry['delta'])}{'*' if entry['significant'] else ''}")
+        rows.append(cells)
+    return rows
+
+
+def pairwise_grid(result: ComparisonResult) -> str:
+    """The grid of :func:`grid_cells` and a line per pair, as text."""
+    names = [s["name"] for s in result.systems]
+    test = TESTS[result.pairs[0]["test"]] if result.pairs else TESTS["ar"]
+    grid = _text_table(["row - column", *names], grid_cells(result))
+    lines = [grid, f"* p < {ALPHA} ({test}; the test that decides)", ""]
+    header = ["a", "b", "delta", "95% CI", "p", "p_bs", "p_ar", "a wins", "b wins", "ties", "verdict"]
+    table = [
+        [
+            p["a"],
+            p["b"],
+            _signed(p["delta"]),
+            f"[{_signed(p['ci'][0])}, {_signed(p['ci'][1])}]",
+            f"{p['p_value']:.4f}",
+            f"{p['p_bootstrap']:.4f}",
+            f"{p['p_randomization']:.4f}",
+            f"{p['wins_a']:.1%}",
+            f"{p['wins_b']:.1%}",
+            f"{p['ties']:.1%}",
+            f"{p['winner']} is better" if p["winner"] else "no significant difference",
+        ]
+        for p in result.pairs
+    ]
+    lines.append(_text_table(header, table))
+    return "\n".join(lines)
