@@ -5,9 +5,12 @@ A table is a file with one record per row, in one of three formats (:data:`FORMA
 - ``jsonl``: one JSON object a line (``.jsonl``, ``.json``); blank lines are skipped;
 - ``csv``: a header row, then one row a line; every value is a string. Fields may be of any
   length. A row with more values than the header has columns is a bad row (``"5 values for
-  3 columns"``), written back with the header's columns only; one with fewer gets None for
-  the missing columns;
+  3 columns"``), kept as its raw text in ``line`` (as a JSONL line that is not JSON, so no value
+  is lost); one with fewer gets None for the missing columns;
 - ``parquet``: any columns; ``to_pylist`` gives one dict per row.
+
+A header or schema that names a column twice is refused, naming it (one of the two would be
+dropped); a JSON object that gives a key twice is a bad row, kept as its line.
 
 Text is UTF-8; a byte order mark at the start of the file is skipped. The input's columns
 (:class:`Table`) are the CSV header, the parquet schema, or the keys of the JSON objects,
@@ -25,27 +28,7 @@ and revision, max_length, dtype, versions); all are None for a bad row. With
 ``error_column=True`` it also adds ``{field}_error``: None, or ``"line 3: missing field
 'response'"``. Records are written back in input order, with their other fields unchanged.
 
-:func:`write_records` writes the columns it is given (the input's and the score columns:
-:func:`output_columns`), then any other key of any record, first seen first; so a
-header-only CSV keeps its header. It writes to a hidden temporary file next to the target
-and renames it over the target when complete: a file at the path is always a whole table,
-and an interrupted write (Ctrl-C) leaves the previous file, or none, and no temporary file
-(``kill -9`` can leave a ``.NAME.*.tmp``, never a partial NAME). A symlink at the path is
-written through (:func:`~density_metric.outputs.output_target`): the file it points to is replaced, the link stays.
-:func:`check_writable` creates and removes such a temporary file, so a read-only folder fails
-before any scoring. Values, by format:
-
-- ``jsonl``: as JSON; what JSON cannot hold as null (NaN, infinities) or as its ``str`` (dates or
-  bytes from parquet); a lone surrogate (``"\ud800"`` in a JSON input: a bad row) as JSON's escape;
-- ``csv``: lists and dicts as JSON text (a context ``["Hi", "How are you?"]`` reads back as
-  that list), None, NaN and infinities as an empty field, anything else as its ``str``; a lone surrogate in a string
-  as U+FFFD (UTF-8 cannot hold it);
-- ``parquet``: one type a column, from all rows. A column of strings and lists of strings
-  (contexts given both ways) is written as lists: a string ``s`` as ``[s]``, the one turn it
-  is read as (:func:`unify_contexts` first sets good rows' strings to the turns they were
-  scored with, which keeps a ``context_sep`` split). Any other column that no one arrow type holds (ids ``1`` and ``"b-2"``,
-  ``True`` and ``2``) is written as strings: strings as they are, other values as JSON text.
-  Ints and floats together are floats. A lone surrogate in a string is written as U+FFFD.
+:func:`write_records` writes tables back (:mod:`density_metric.table_writer`, re-exported here).
 
 Problems with a whole file are ``ValueError``s naming the file (and the line or row where
 known); the command line (``cli.py``) and the demo (``app.py``) turn them into messages.
@@ -55,23 +38,34 @@ from __future__ import annotations
 
 import csv
 import json
-import math
-import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .inputs import SURROGATE, as_context, as_response
-from .outputs import output_target, sync, temporary_path
+from .inputs import as_context, as_response
 from .results import ScoreChunk, score_columns
+from .table_writer import FORMATS, arrow_table, check_format, check_writable, write_records
 
-if TYPE_CHECKING:
-    import pyarrow as pa
+__all__ = [
+    "FORMATS",
+    "Row",
+    "Table",
+    "arrow_table",
+    "check_record",
+    "check_writable",
+    "output_columns",
+    "raise_for_bad_rows",
+    "read_rows",
+    "read_table",
+    "score_columns",
+    "score_rows",
+    "table_format",
+    "unify_contexts",
+    "write_records",
+]
 
-FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet"}
-_FORMAT_NAMES = sorted(set(FORMATS.values()))
 _KNOWN_SUFFIXES = ", ".join(FORMATS)
 CHUNK_ROWS = 4096  # rows per score_chunk call: bounds the memory of one call, not of the table
 # csv's default is 131,072 characters a field. Its limit is a C long: 32 bits on Windows.
@@ -101,13 +95,6 @@ class Table:
     columns: list[str]
 
 
-def _check_format(fmt: str | None, path: str | Path) -> str:
-    """``fmt`` itself, or a ValueError naming it and the file."""
-    if fmt not in _FORMAT_NAMES:
-        raise ValueError(f"unknown table format {fmt!r} for {path}; formats: {', '.join(_FORMAT_NAMES)}")
-    return fmt
-
-
 def table_format(path: str | Path, fmt: str | None = None) -> str:
     """``fmt`` if given, else the format named by the extension of ``path``: ``"jsonl"``, ``"csv"`` or ``"parquet"``.
 
@@ -115,7 +102,7 @@ def table_format(path: str | Path, fmt: str | None = None) -> str:
         ValueError: for an unknown ``fmt``, or an extension not in :data:`FORMATS`.
     """
     if fmt:
-        return _check_format(fmt, path)
+        return check_format(fmt, path)
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
         raise ValueError(f"cannot tell the format of {path} from its extension {suffix!r} (known: {_KNOWN_SUFFIXES})")
@@ -140,9 +127,12 @@ def _read_records(path: Path, fmt: str) -> tuple[Records, list[str]]:
                         f"(for example: jq -c '.[]' {path.name})"
                     )
                 try:
-                    record = json.loads(line)
+                    record = json.loads(line, object_pairs_hook=_unique_keys)
                 except json.JSONDecodeError as err:
                     rows.append(({"line": line.rstrip("\n")}, f"line {number}", f"invalid JSON ({err.msg})"))
+                    continue
+                except ValueError as err:  # a key given twice
+                    rows.append(({"line": line.rstrip("\n")}, f"line {number}", str(err)))
                     continue
                 if not isinstance(record, dict):
                     rows.append(({"value": record}, f"line {number}", "not a JSON object"))
@@ -151,27 +141,61 @@ def _read_records(path: Path, fmt: str) -> tuple[Records, list[str]]:
                     columns.update(dict.fromkeys(record))
         return rows, list(columns)
     if fmt == "csv":
-        # Process-wide and left raised: putting it back could cut short another thread's read.
-        csv.field_size_limit(CSV_FIELD_LIMIT)
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            reader = csv.DictReader(handle)
-            try:
-                rows = [_csv_record(record, len(reader.fieldnames), f"line {reader.line_num}") for record in reader]
-            except csv.Error as err:  # a broken file, not a bad row: the rows after it cannot be placed
-                # DictReader.line_num is updated only after a good row; its csv.reader's counts the failing line too.
-                raise ValueError(f"{path}, line {reader.reader.line_num}: not valid CSV ({err})") from None
-            return rows, list(reader.fieldnames or [])
+        return _read_csv(path)
     import pyarrow.parquet as pq
 
+    _refuse_repeated(pq.read_schema(path).names, f"{path}: the schema")  # read_table's own error names no file
     table = pq.read_table(path)
     return [(record, f"row {index}", None) for index, record in enumerate(table.to_pylist())], table.column_names
 
 
-def _csv_record(record: dict[Any, Any], n_columns: int, where: str) -> tuple[dict[str, Any], str, str | None]:
-    """A DictReader record; values past the header's columns (DictReader's key None) make it a bad row."""
-    extra = record.pop(None, None)  # dropped: a key None could not be written back
-    problem = f"{n_columns + len(extra)} values for {n_columns} columns" if extra is not None else None
-    return record, where, problem
+def _refuse_repeated(columns: Sequence[str], where: str) -> None:
+    """A ValueError naming the first column that ``columns`` give twice: a dict per row would keep one value."""
+    seen = set()
+    for name in columns:
+        if name in seen:
+            raise ValueError(f"{where} names column {name!r} twice; give each column its own name")
+        seen.add(name)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's object_pairs_hook: the object, or a ValueError naming a key it gives twice (json keeps the last)."""
+    record = dict(pairs)
+    if len(record) < len(pairs):
+        keys = [key for key, _ in pairs]
+        raise ValueError(f"gives key {next(key for key in keys if keys.count(key) > 1)!r} twice")
+    return record
+
+
+def _read_csv(path: Path) -> tuple[Records, list[str]]:
+    """The CSV rows, as the module docstring says; a row with too many values keeps its raw text, as ``line``."""
+    # Process-wide and left raised: putting it back could cut short another thread's read.
+    csv.field_size_limit(CSV_FIELD_LIMIT)
+    consumed: list[str] = []  # the physical lines of the row being parsed (a quoted field may span several)
+
+    def lines(handle):
+        for line in handle:
+            consumed.append(line)
+            yield line
+
+    rows: Records = []
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        reader = csv.reader(lines(handle))
+        try:
+            header = next(reader, [])
+            _refuse_repeated(header, f"{path}, line {reader.line_num}: the header")
+            for values in reader:
+                raw, where = "".join(consumed).rstrip("\r\n"), f"line {reader.line_num}"
+                consumed.clear()
+                if not values:  # a blank line
+                    continue
+                if len(values) > len(header):
+                    rows.append(({"line": raw}, where, f"{len(values)} values for {len(header)} columns"))
+                else:
+                    rows.append((dict(zip(header, values + [None] * (len(header) - len(values)))), where, None))
+        except csv.Error as err:  # a broken file, not a bad row: the rows after it cannot be placed
+            raise ValueError(f"{path}, line {reader.line_num}: not valid CSV ({err})") from None
+    return rows, header
 
 
 def _json_turns(text: str) -> list[str] | None:
@@ -344,148 +368,3 @@ def unify_contexts(rows: Sequence[Row], context_field: str = "context") -> None:
         for row in rows:
             if not row.error and isinstance(row.record.get(context_field), str):
                 row.record[context_field] = list(row.context or [])
-
-
-def _column_names(records: Sequence[dict[str, Any]], columns: Sequence[str]) -> list[str]:
-    """``columns``, then every other key of the records, first seen first."""
-    return list(dict.fromkeys([*columns, *(key for record in records for key in record)]))
-
-
-def _json_text(value: Any) -> str:
-    """``value`` as JSON text: NaN and infinities (which JSON cannot hold) as null; a lone surrogate escaped."""
-    try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, default=str)
-    except ValueError:  # a float JSON cannot hold: null, as JavaScript's JSON.stringify writes it
-        text = json.dumps(_finite(value), ensure_ascii=False, default=str)
-    if SURROGATE.search(text):  # UTF-8 cannot hold it; JSON's escape (\ud800) can, and reads back the same
-        text = json.dumps(json.loads(text), ensure_ascii=True)
-    return text
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with every NaN or infinite float (in lists and dicts too) set to None."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(item) for item in value]
-    return value
-
-
-def _without_surrogates(value: Any) -> Any:
-    """``value`` with every lone surrogate in its strings (in lists and dicts too) replaced by U+FFFD."""
-    if isinstance(value, str):
-        return SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {key: _without_surrogates(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_without_surrogates(item) for item in value]
-    return value
-
-
-def _csv_cell(value: Any) -> Any:
-    """One CSV field: lists and dicts as JSON text, strings without lone surrogates, NaN and infinities empty
-    (as None, and as jsonl's null), anything else as it is."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, (list, dict)):
-        return _json_text(value)
-    if isinstance(value, str):
-        return _without_surrogates(value)
-    return value
-
-
-def _arrow_column(values: list[Any]) -> pa.Array:
-    """One pyarrow array for one column's values (None: null), by the rules of the module docstring."""
-    import pyarrow as pa
-
-    present = [value for value in values if value is not None]
-    if any(isinstance(value, list) for value in present) and all(
-        isinstance(value, str) or (isinstance(value, list) and all(isinstance(turn, str) for turn in value))
-        for value in present
-    ):
-        values = [[value] if isinstance(value, str) else value for value in values]
-    try:
-        return pa.array(values)
-    except UnicodeEncodeError:  # a lone surrogate, which UTF-8 cannot hold
-        return _arrow_column(_without_surrogates(values))
-    except (pa.ArrowException, OverflowError):  # OverflowError: an int past 64 bits
-        return pa.array([v if v is None or isinstance(v, str) else _json_text(v) for v in values], type=pa.string())
-
-
-def arrow_table(records: Sequence[dict[str, Any]], columns: Sequence[str] = ()) -> pa.Table:
-    """The records as a ``pyarrow.Table``: columns as :func:`write_records` orders them, one type each from all rows."""
-    import pyarrow as pa
-
-    names = _column_names(records, columns)
-    return pa.Table.from_arrays(
-        [_arrow_column([record.get(name) for record in records]) for name in names], names=names
-    )
-
-
-def check_writable(path: str | Path, fmt: str, records: Sequence[dict[str, Any]], columns: Sequence[str] = ()) -> None:
-    """Fail now, before any scoring, where :func:`write_records` would fail later; creates the parent directory.
-
-    For parquet the records are put in an arrow table (one pass over the values, nothing written).
-
-    Raises:
-        ValueError: ``"cannot write PATH: ..."``: the path is a directory, an ancestor is a file, or the
-            directory cannot be created; or the format is unknown.
-    """
-    _check_format(fmt, path)
-    target = output_target(path)
-    if target.is_dir():
-        raise ValueError(f"cannot write {path}: it is a directory")
-    for parent in target.parents:  # nearest first: the first that exists must be a directory
-        if parent.exists():
-            if not parent.is_dir():
-                raise ValueError(f"cannot write {path}: {parent} is not a directory")
-            break
-    temporary = temporary_path(target)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:  # what write_records does first: a read-only folder or file system fails here
-            open(temporary, "x").close()
-        finally:
-            temporary.unlink(missing_ok=True)
-    except OSError as err:
-        raise ValueError(f"cannot write {path}: {err.strerror or err}") from None
-    if fmt == "parquet":
-        arrow_table(records, columns)
-
-
-def write_records(path: str | Path, fmt: str, records: Sequence[dict[str, Any]], columns: Sequence[str] = ()) -> None:
-    """Write records as a table, whole or not at all, creating the parent directory.
-
-    Columns are ``columns`` then every other key, first seen first; values as the module docstring
-    says. The table goes to a hidden temporary file in the same directory, which replaces ``path``
-    once complete (:func:`os.replace`); on any exception, Ctrl-C included, it is removed.
-    """
-    _check_format(fmt, path)
-    path = output_target(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = temporary_path(path)
-    try:
-        if fmt == "parquet":
-            import pyarrow.parquet as pq
-
-            table = arrow_table(records, columns)
-            with open(temporary, "xb") as handle:
-                pq.write_table(table, handle)
-                sync(handle)
-        else:
-            with open(temporary, "x", encoding="utf-8", newline="") as handle:
-                if fmt == "jsonl":
-                    for record in records:
-                        handle.write(_json_text(record) + "\n")
-                else:
-                    writer = csv.DictWriter(handle, fieldnames=_column_names(records, columns))
-                    writer.writeheader()
-                    for record in records:
-                        writer.writerow({key: _csv_cell(value) for key, value in record.items()})
-                sync(handle)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise

@@ -234,7 +234,7 @@ def test_a_csv_row_with_more_values_than_columns_is_a_bad_row_naming_the_counts(
     (tmp_path / "in.csv").write_text("id,context,response\n1,hi,fine\n2,hi,fine,extra,more\n", encoding="utf-8")
     rows = read_rows(tmp_path / "in.csv")
     assert [(row.where, row.error) for row in rows] == [("line 2", None), ("line 3", "5 values for 3 columns")]
-    assert rows[1].record == {"id": "2", "context": "hi", "response": "fine"}  # no None key, so it can be written
+    assert rows[1].record == {"line": "2,hi,fine,extra,more"}  # its raw line, as a JSONL line that is not JSON
     with pytest.raises(ValueError, match=r"in\.csv, line 3: 5 values for 3 columns"):
         raise_for_bad_rows(tmp_path / "in.csv", rows)
 
@@ -326,3 +326,45 @@ def test_a_finished_write_replaces_the_file_and_keeps_its_usual_permissions(tmp_
     assert [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] == RECORDS
     assert path.stat().st_mode == (tmp_path / "plain").stat().st_mode  # the umask's, not mkstemp's 0600
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl", "plain"]
+
+
+def test_a_csv_row_with_more_values_than_columns_is_written_back_with_every_value(tmp_path):
+    """--on-error skip keeps a bad row; the values past the header's columns must survive into the output."""
+    text = 'id,context,response\n1,hi,fine\n2,"two\nlines",fine,extra,"more, and more"\n'
+    (tmp_path / "in.csv").write_text(text, encoding="utf-8")
+    table = read_table(tmp_path / "in.csv")
+    score_rows(table.rows, fake_scorer(), error_column=True)
+    columns = output_columns(table.columns, error_column=True)
+    for fmt in ("jsonl", "csv"):
+        write_records(tmp_path / f"out.{fmt}", fmt, [row.record for row in table.rows], columns=columns)
+    bad = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()][1]
+    assert bad["line"] == '2,"two\nlines",fine,extra,"more, and more"'
+    assert bad["density"] is None and bad["density_error"] == "line 4: 5 values for 3 columns"  # where the row ends
+    with open(tmp_path / "out.csv", newline="", encoding="utf-8") as handle:
+        assert list(csv.DictReader(handle))[1]["line"] == bad["line"]
+
+
+@pytest.mark.parametrize("header", ["context,response,response", "response,context,Id,id,context"])
+def test_a_csv_header_that_names_a_column_twice_is_refused_naming_it(tmp_path, header):
+    (tmp_path / "in.csv").write_text(header + "\n" + ",".join("x" * len(header.split(","))) + "\n", encoding="utf-8")
+    name = "response" if header.startswith("context") else "context"
+    with pytest.raises(ValueError, match=rf"in\.csv, line 1: the header names column '{name}' twice"):
+        read_table(tmp_path / "in.csv")
+
+
+def test_a_parquet_file_that_names_a_column_twice_is_refused_naming_it(tmp_path):
+    table = pa.Table.from_arrays(
+        [pa.array(["hi"]), pa.array(["a"]), pa.array(["b"])], ["context", "response", "response"]
+    )
+    pq.write_table(table, tmp_path / "in.parquet")
+    with pytest.raises(ValueError, match=r"in\.parquet: the schema names column 'response' twice"):
+        read_table(tmp_path / "in.parquet")
+
+
+def test_a_jsonl_object_that_gives_a_key_twice_is_a_bad_row_naming_it(tmp_path):
+    write_jsonl_lines(
+        tmp_path / "in.jsonl", ['{"context": "hi", "response": "a", "response": "b"}', json.dumps(RECORDS[0])]
+    )
+    rows = read_rows(tmp_path / "in.jsonl")
+    assert [(row.where, row.error) for row in rows] == [("line 1", "gives key 'response' twice"), ("line 2", None)]
+    assert rows[0].record == {"line": '{"context": "hi", "response": "a", "response": "b"}'}
