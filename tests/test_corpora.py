@@ -102,3 +102,176 @@ def test_train_cli_names_the_missing_corpus_option(train_cli_error):
     assert "--corpus jsonl needs --valid-file" in train_cli_error(
         ["train", "--corpus", "jsonl", "--train-file", "a.jsonl", "--out", "unused"]
     )
+
+
+# --- the corpora of issue 50: clean DailyDialog, Self-dialogue, Chit-Chat, the weighted mix ------------------
+
+
+def write_dailydialog(folder, train, validation, test):
+    """DailyDialog files (``__eou__`` after every turn) from lists of turns."""
+    for split, dialogues in (("train", train), ("validation", validation), ("test", test)):
+        lines = ["".join(f"{turn} __eou__ " for turn in turns) for turns in dialogues]
+        (folder / f"dialogues_{split}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def corpus_args(**flags):
+    import argparse
+
+    from train.corpora import add_corpus_arguments
+
+    parser = argparse.ArgumentParser()
+    add_corpus_arguments(parser)
+    argv = [str(part) for name, value in flags.items() for part in ("--" + name.replace("_", "-"), value)]
+    return parser.parse_args(argv)
+
+
+def test_clean_dailydialog_train_drops_dialogues_of_validation_or_test_case_and_spacing_aside(tmp_path):
+    from train.corpora import clean_dailydialog_train
+
+    train = [["Hi .", "Hello ."], ["Thank you.How much ?", "Ten ."], ["Keep me .", "Sure ."], ["A b", "C d"]]
+    validation = [["hi  .", "HELLO ."]]  # case and spacing differ
+    test = [["Thank you . How much ?", "Ten ."], ["A", "b C d"]]  # spacing inside a turn, and a turn boundary
+    write_dailydialog(tmp_path, train, validation, test)
+    kept, dropped = clean_dailydialog_train(tmp_path)
+    assert dropped == 3
+    assert [row["turns"] for row in kept] == [["Keep me .", "Sure ."]]
+
+
+def test_load_corpus_trains_on_clean_dailydialog_by_default_and_logs_the_count(tmp_path, caplog):
+    from train.corpora import load_corpus
+
+    write_dailydialog(tmp_path, [["a", "b"], ["c", "d"]], [["c", "d"]], [["e", "f"]])
+    with caplog.at_level("INFO", logger="train.corpora"):
+        (contexts, responses), _ = load_corpus(corpus_args(data_dir=tmp_path))
+    assert responses == ["b"]
+    assert "1 dialogues left out" in caplog.text
+    (_, responses), _ = load_corpus(corpus_args(data_dir=tmp_path, dailydialog_train="official"))
+    assert responses == ["b", "d"]
+
+
+@pytest.mark.skipif(not (DATA / "dailydialog").is_dir(), reason="shared data not beside the checkout")
+def test_clean_dailydialog_train_leaves_out_258_dialogues_of_the_published_files():
+    from train.corpora import clean_dailydialog_train
+
+    kept, dropped = clean_dailydialog_train(DATA / "dailydialog")
+    assert (len(kept), dropped) == (10_860, 258)
+
+
+def test_validation_split_is_a_seeded_five_percent_by_dialogue():
+    from train.corpora import validation_split
+
+    chosen = validation_split(1000)
+    assert len(chosen) == 50 and len(set(chosen.tolist())) == 50
+    assert (chosen == validation_split(1000)).all() and not (chosen == validation_split(1000, seed=1)).all()
+    assert len(validation_split(3)) == 1  # at least one dialogue, and some left to train on
+
+
+def test_self_dialogue_turns_split_into_disjoint_train_and_validation(tmp_path):
+    from train.corpora import load_self_dialogue, validation_split
+
+    lines = [json.dumps({"id": str(i), "topic": "music", "turns": [f"q{i}", f"a{i}", f"b{i}"]}) for i in range(40)]
+    lines.append(json.dumps({"id": "short", "topic": "music", "turns": ["alone"]}))  # fewer than 2 turns: dropped
+    (tmp_path / "dialogues.jsonl").write_text("\n".join(lines) + "\n")
+    train, valid = (load_self_dialogue(tmp_path, split) for split in ("train", "validation"))
+    assert len(train) + len(valid) == 40 and len(valid) == 2
+    assert [row["turns"][0] for row in valid] == [f"q{i}" for i in validation_split(40)]
+    first = min(set(range(40)) - set(validation_split(40).tolist()))
+    assert train[0] == {"turns": [f"q{first}", f"a{first}", f"b{first}"], "prefix": [], "responses": [1, 2]}
+    (tmp_path / "bad.jsonl").write_text(json.dumps({"id": "x", "turns": "no list"}) + "\n")
+    with pytest.raises(ValueError, match="bad.jsonl, line 1"):
+        load_self_dialogue(tmp_path / "bad.jsonl", "train")
+
+
+def chitchat_message(text, sender):
+    return {"text": text, "timestamp": "2018-05-02T19:38:15Z", "sender": sender}
+
+
+def test_chitchat_joins_each_persons_consecutive_messages_and_keeps_two_sided_chats(tmp_path):
+    from train.corpora import read_chitchat
+
+    data = {
+        "two": {
+            "messages": [
+                [chitchat_message("Hello", "a"), chitchat_message("How are you?", "a")],
+                [chitchat_message("fine", "b")],
+                [chitchat_message("  ", "a")],  # empty: dropped, so b's next message joins b's turn
+                [chitchat_message("and you?", "b")],
+                [chitchat_message("good", "a")],
+            ]
+        },
+        "one-sided": {"messages": [[chitchat_message("anyone?", "a")], [chitchat_message("hello?", "a")]]},
+    }
+    (tmp_path / "dataset.json").write_text(json.dumps(data))
+    assert read_chitchat(tmp_path / "dataset.json") == [["Hello How are you?", "fine and you?", "good"]]
+
+
+def test_chitchat_is_read_from_the_installed_package():
+    pytest.importorskip("chitchat_dataset")
+    from train.corpora import read_chitchat
+
+    dialogues = read_chitchat()
+    # 4,018 chats have messages from both people; in one of them the second person's only message is empty
+    assert len(dialogues) == 4_017
+    assert all(len(turns) >= 2 for turns in dialogues)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("dailydialog:0", "must be a positive number"),
+        ("dailydialog:x", "must be a positive number"),
+        ("opensubtitles", "unknown corpus"),
+        ("chitchat,chitchat:2", "given twice"),
+        ("convai2,jsonl", "mix at most one"),
+    ],
+)
+def test_a_bad_corpus_mix_is_an_error_naming_the_flag(text, message):
+    from train.corpora import parse_corpus_mix
+
+    with pytest.raises(ValueError, match=f"--corpus '{text}'.*{message}"):
+        parse_corpus_mix(text)
+
+
+def test_parse_corpus_mix_reads_weights_and_bare_names():
+    from train.corpora import parse_corpus_mix
+
+    assert parse_corpus_mix("dailydialog") == (("dailydialog", 1.0),)
+    assert parse_corpus_mix("dailydialog:1, self_dialogue:0.5,chitchat") == (
+        ("dailydialog", 1.0),
+        ("self_dialogue", 0.5),
+        ("chitchat", 1.0),
+    )
+
+
+def test_a_mix_gives_each_corpus_its_share_of_pairs_without_repeating_a_dialogue():
+    from train.corpora import _dataset as dataset
+    from train.corpora import every_turn, mix_dialogues
+
+    big = dataset([every_turn([f"b{i}", f"b{i}x"]) for i in range(300)])  # 300 pairs
+    small = dataset([every_turn([f"s{i}", f"s{i}x", f"s{i}y"]) for i in range(50)])  # 100 pairs
+    mixed, sources = mix_dialogues([("big", 1.0, big), ("small", 0.5, small)])
+    pairs = {"big": 0, "small": 0}
+    for row, source in zip(mixed, sources):
+        assert row["turns"][0][0] == source[0]
+        pairs[source] += len(row["responses"])
+    assert pairs == {"big": 200, "small": 100}  # small sets the size: all of it, and twice as much of big
+    assert len({tuple(row["turns"]) for row in mixed}) == len(mixed)
+    assert sources[:20].count("small") not in (0, 20)  # interleaved, not one corpus after the other
+    again, _ = mix_dialogues([("big", 1.0, big), ("small", 0.5, small)])
+    assert again["turns"] == mixed["turns"]
+    alone, names = mix_dialogues([("big", 3.0, big)])
+    assert alone["turns"] == big["turns"] and set(names) == {"big"}
+
+
+def test_load_corpus_with_dialogues_names_each_pairs_corpus(tmp_path):
+    from train.corpora import load_corpus
+
+    write_dailydialog(tmp_path, [[f"d{i}", f"e{i}"] for i in range(40)], [["v", "w"]], [["t", "u"]])
+    lines = [json.dumps({"id": str(i), "turns": [f"s{i}", f"t{i}"]}) for i in range(200)]
+    (tmp_path / "dialogues.jsonl").write_text("\n".join(lines) + "\n")
+    args = corpus_args(corpus="dailydialog:1,self_dialogue:1", data_dir=tmp_path, self_dialogue=tmp_path)
+    train, valid = load_corpus(args, with_dialogues=True)
+    contexts, responses, turns, indices, sources = train
+    assert sources.count("dailydialog") == sources.count("self_dialogue") == 40
+    assert all(r[0] == {"dailydialog": "e", "self_dialogue": "t"}[s] for r, s in zip(responses, sources))
+    assert len(load_corpus(args)[0]) == 2  # without dialogues: (contexts, responses) as before
