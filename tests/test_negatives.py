@@ -460,3 +460,80 @@ def test_retrieval_index_command_builds_a_loadable_cache_with_the_real_encoder(t
     together, alone = embed(texts), np.concatenate([embed(texts[:1]), embed(texts[1:])])
     np.testing.assert_allclose(together, alone, atol=1e-5)
     np.testing.assert_allclose(np.linalg.norm(together, axis=1), 1.0, rtol=1e-5)
+
+
+# --- a corpus mix: negatives from the context's own corpus -------------------------------------------------
+
+
+def two_corpus_data():
+    """Pairs of two corpora whose utterances never coincide: upper case (corpus A) and lower case (corpus b)."""
+    upper = [[f"A{d} TURN {t} ." for t in range(4)] for d in range(12)]
+    lower = [[f"b{d} turn {t} ." for t in range(4)] for d in range(12)]
+    contexts, responses, turns, indices, sources = [], [], [], [], []
+    for name, dialogues in (("A", upper), ("b", lower)):
+        found = response_pairs_with_dialogues(dialogues)
+        for side, values in zip((contexts, responses, turns, indices), found):
+            side += values
+        sources += [name] * len(found[1])
+    return SelectionData.from_pairs(contexts, responses, turns, indices, sources)
+
+
+def own_corpus(text: str, source: str) -> bool:
+    letters = [char for char in text if char.isalpha()]
+    return all(char.isupper() for char in letters) if source == "A" else all(char.islower() for char in letters)
+
+
+def test_random_negatives_of_a_mix_come_from_the_pairs_own_corpus():
+    data = two_corpus_data()
+    for row, negatives in enumerate(data.negatives(6, seed=3)):
+        assert all(own_corpus(text, data.sources[row]) for text in negatives)
+    for resample in (False, True):
+        mix = NegativeMix.parse("random:8,same-dialogue:2,echo:1,speaker:1,repeat:1,drop:1,shuffle:1,earlier:1,span:1")
+        drawn = draw_negatives(data, range(len(data)), 6, mix, seed=3, epoch=1, resample=resample)
+        for row, negatives in enumerate(drawn):
+            assert all(own_corpus(text, data.sources[row]) for text in negatives)
+
+
+def test_validation_candidates_of_a_mix_come_from_the_pairs_own_corpus():
+    data = two_corpus_data()
+    candidates = validation_candidates(data, ["random", "same-dialogue", "echo"], seed=0)
+    for values in candidates.values():
+        assert all(own_corpus(text, source) for text, source in zip(values, data.sources))
+
+
+def test_retrieved_neighbours_from_another_corpus_are_skipped():
+    data = two_corpus_data()
+    # An index whose every neighbour is an utterance of the other corpus.
+    texts = sorted(set(data.pool))
+    others = {t: [u for u in texts if u[0].isupper() != t[0].isupper()][:3] for t in texts}
+    index = RetrievalIndex(
+        texts,
+        np.asarray([[texts.index(u) for u in others[t]] for t in texts], dtype=np.int32),
+        np.ones((len(texts), 3), dtype=np.float32),
+        None,
+    )
+    drawn = draw_labelled_negatives(
+        data, range(len(data)), 2, NegativeMix.parse("retrieved:1"), seed=0, epoch=0, retrieval=index
+    )
+    for row, negatives in enumerate(drawn):
+        assert all(kind == "random" and own_corpus(text, data.sources[row]) for kind, text in negatives)
+
+
+def test_one_source_draws_the_same_negatives_as_no_source():
+    plain = SelectionData.from_pairs(*response_pairs_with_dialogues(DIALOGUES))
+    named = SelectionData.from_pairs(*response_pairs_with_dialogues(DIALOGUES), sources=["dd"] * len(plain))
+    assert not named.mixed and named.negatives(4, seed=42) == plain.negatives(4, seed=42)
+    rows = range(len(plain))
+    assert draw_negatives(named, rows, 4, MIX.parse("random:2,echo:1"), seed=1, epoch=0) == draw_negatives(
+        plain, rows, 4, MIX.parse("random:2,echo:1"), seed=1, epoch=0
+    )
+
+
+def test_a_selection_of_a_mix_keeps_each_pairs_corpus_and_pool():
+    data = two_corpus_data()
+    rows = [0, len(data) - 1]
+    part = data.select(rows)
+    assert part.sources == [data.sources[0], data.sources[-1]] and part.mixed
+    assert part.pool_of(1) == data.pool_of(len(data) - 1)
+    with pytest.raises(ValueError, match="2 pairs but 1 sources"):
+        SelectionData(part.contexts, part.responses, part.pool, sources=["A"])

@@ -35,6 +35,12 @@ class SelectionData:
     ``dialogues`` and ``turn_indices`` are optional: per pair, its dialogue's turns (without any
     prefix such as persona lines; pairs of one dialogue share the list) and the gold's index in
     them, so ``dialogues[i][turn_indices[i]] == responses[i]``.
+
+    ``sources`` is optional too: per pair, the name of its corpus (a ``--corpus`` mix,
+    :func:`train.corpora.load_corpus`). With more than one name, each pair's random negatives come from
+    the utterances of its own corpus (:meth:`pool_of`), so that style alone (case, punctuation, topic)
+    never tells a negative from the gold; ``pool`` stays the union. With one name, or none, everything
+    is as without sources.
     """
 
     contexts: list[list[str]]
@@ -42,8 +48,19 @@ class SelectionData:
     pool: list[str]
     dialogues: list[list[str]] | None = None
     turn_indices: list[int] | None = None
+    sources: list[str] | None = None
 
     def __post_init__(self):
+        if self.sources is not None and len(self.sources) != len(self.responses):
+            raise ValueError(f"{len(self.responses)} pairs but {len(self.sources)} sources")
+        self._pools: dict[str, list[str]] | None = None
+        self._pool_sets: dict[str, frozenset[str]] = {}
+        if self.sources is not None and len(set(self.sources)) > 1:
+            turns: dict[str, set[str]] = {}
+            for context, gold, source in zip(self.contexts, self.responses, self.sources):
+                turns.setdefault(source, set()).update(context, (gold,))
+            pool = set(self.pool)
+            self._pools = {source: sorted(texts & pool) for source, texts in turns.items()}
         if (self.dialogues is None) != (self.turn_indices is None):
             raise ValueError("dialogues and turn_indices go together: give both or neither")
         if self.dialogues is not None:
@@ -63,11 +80,31 @@ class SelectionData:
         responses: list[str],
         dialogues: list[list[str]] | None = None,
         turn_indices: list[int] | None = None,
+        sources: list[str] | None = None,
     ) -> SelectionData:
         """The pairs with the pool of their turns; ``from_pairs(*response_pairs_with_dialogues(corpus))``
-        also keeps each pair's dialogue (the pool is the same either way)."""
+        also keeps each pair's dialogue (the pool is the same either way), and
+        ``from_pairs(*train.corpora.load_corpus(args, with_dialogues=True)[0])`` each pair's corpus."""
         pool = sorted({turn for context in contexts for turn in context} | set(responses))
-        return cls(contexts, responses, pool, dialogues, turn_indices)
+        return cls(contexts, responses, pool, dialogues, turn_indices, sources)
+
+    @property
+    def mixed(self) -> bool:
+        """Whether the pairs come from more than one corpus (negatives then come from each pair's own)."""
+        return self._pools is not None
+
+    def pool_of(self, row: int) -> list[str]:
+        """The utterances pair ``row``'s random negatives come from: its corpus's, or the whole pool."""
+        return self.pool if self._pools is None else self._pools[self.sources[row]]
+
+    def in_pool_of(self, row: int, text: str) -> bool:
+        """Whether ``text`` is an utterance of pair ``row``'s corpus (always true without a mix)."""
+        if self._pools is None:
+            return True
+        source = self.sources[row]
+        if source not in self._pool_sets:
+            self._pool_sets[source] = frozenset(self._pools[source])
+        return text in self._pool_sets[source]
 
     def __len__(self) -> int:
         return len(self.responses)
@@ -82,23 +119,31 @@ class SelectionData:
         rows = [int(row) for row in rows]
         dialogues = None if self.dialogues is None else [self.dialogues[i] for i in rows]
         indices = None if self.turn_indices is None else [self.turn_indices[i] for i in rows]
-        return SelectionData(
+        sources = None if self.sources is None else [self.sources[i] for i in rows]
+        selected = SelectionData(
             [self.contexts[i] for i in rows], [self.responses[i] for i in rows], self.pool, dialogues, indices
         )
+        if self.sources is not None:  # the same pools as the whole data's, not those of the selected pairs
+            selected.sources, selected._pools = sources, self._pools
+        return selected
 
     def negatives(self, n: int, seed: int) -> list[list[str]]:
-        """``n`` negatives per pair, drawn without replacement from the pool minus the pair's own turns."""
-        if n >= len(self.pool):
-            raise ValueError(f"cannot draw {n} negatives from a pool of {len(self.pool)} utterances")
+        """``n`` negatives per pair, drawn without replacement from the pair's pool (:meth:`pool_of`)
+        minus the pair's own turns."""
+        pools = [self.pool] if self._pools is None else list(self._pools.values())
+        smallest = min(pools, key=len)
+        if n >= len(smallest):
+            raise ValueError(f"cannot draw {n} negatives from a pool of {len(smallest)} utterances")
         rng = np.random.default_rng(seed)
         out = []
-        for context, gold in zip(self.contexts, self.responses):
+        for row, (context, gold) in enumerate(zip(self.contexts, self.responses)):
             excluded = set(context) | {gold}
+            pool = self.pool_of(row)
             chosen: list[str] = []
             while len(chosen) < n:
                 # Rejection sampling: the pool is large, so drawing a few extra is cheaper than a permutation.
-                for index in rng.integers(len(self.pool), size=2 * (n - len(chosen)) + 1):
-                    candidate = self.pool[index]
+                for index in rng.integers(len(pool), size=2 * (n - len(chosen)) + 1):
+                    candidate = pool[index]
                     if candidate not in excluded and candidate not in chosen:
                         chosen.append(candidate)
                         if len(chosen) == n:

@@ -41,6 +41,11 @@ no word, ``repeat`` for a gold without a word, ``drop`` and ``shuffle`` for a on
 ``retrieved`` when the gold has no neighbour outside its context; and a kind asked for several
 negatives in one context that runs out of distinct ones.
 
+**Corpora.** When the pairs come from a ``--corpus`` mix (``SelectionData.sources``), random
+negatives and fallbacks come from the pair's own corpus (``SelectionData.pool_of``) and a
+``retrieved`` neighbour from another corpus is skipped, so that no negative can be told from the
+gold by its corpus's style; the other kinds are made from the pair's own dialogue or gold.
+
 **Seeds.** :func:`draw_negatives` is a function of ``(seed, epoch, row)`` only, never of the
 batch: each row's generators are ``numpy.random.default_rng([seed, row, stream])``. The hard
 negatives and the allocation of slots to kinds come from ``seed`` and stay fixed across
@@ -373,6 +378,8 @@ def _hard_negatives(kind, count, data, row, seed, retrieval, taken) -> list[str]
         candidate = _generate(kind, data, row, rng, retrieval)
         if candidate is None:  # this kind cannot make one here
             break
+        if kind == "retrieved" and not data.in_pool_of(row, candidate):  # a neighbour from another corpus
+            continue
         if acceptable(kind, candidate, gold, context, [*taken, *out]):
             out.append(candidate)
     return out
@@ -423,7 +430,7 @@ def draw_labelled_negatives(
         randoms = randoms[:missing]
         extra = _rng(random_seed, row, _RANDOM_EXTRA) if len(randoms) < missing else None
         while len(randoms) < missing:
-            text = random_negative(data.pool, gold, context, extra, avoid=[*taken, *randoms])
+            text = random_negative(data.pool_of(row), gold, context, extra, avoid=[*taken, *randoms])
             if text is None:
                 raise ValueError(f"pair {row}: the pool has too few utterances for {n} distinct negatives")
             randoms.append(text)
@@ -485,11 +492,11 @@ def validation_candidates(
         for row in range(len(data)):
             context, gold = data.contexts[row], data.responses[row]
             if kind == "random":
-                values.append(random_negative(data.pool, gold, context, _rng(seed, row, KINDS.index(kind))))
+                values.append(random_negative(data.pool_of(row), gold, context, _rng(seed, row, KINDS.index(kind))))
                 continue
             found = _hard_negatives(kind, 1, data, row, seed, retrieval, ())
             if not found and fallback:
-                found = [random_negative(data.pool, gold, context, _rng(seed, row, _FALLBACK))]
+                found = [random_negative(data.pool_of(row), gold, context, _rng(seed, row, _FALLBACK))]
             values.append(found[0] if found else None)
         out[kind] = values
     return out
