@@ -6,7 +6,8 @@ import torch
 from safetensors.torch import load_file
 
 from train.density_term import draw_copies
-from train.loop import Trainer, _encode_groups
+from train.evaluation import encode_groups
+from train.loop import Trainer
 
 from .test_training import assert_same_weights, config_for, dialogue_data, read_log
 
@@ -59,7 +60,7 @@ def test_the_density_term_equals_a_float64_reference(backbone, start, tmp_path, 
     trainer.model.eval()
     with torch.no_grad():
         loss, ce, scl, margin, drift, golds = trainer._micro_batch_loss(contexts, candidates, kinds)
-        features, logits = trainer.model(_encode_groups(trainer.tokenizer, trainer.config, contexts, candidates))
+        features, logits = trainer.model(encode_groups(trainer.tokenizer, trainer.config, contexts, candidates))
     features, logits = features.double().numpy(), logits.double().numpy()
     group = len(candidates[0])  # gold + 3 negatives + 2 copies
     mean = bank.mean(axis=0)
@@ -114,10 +115,10 @@ def test_the_anchor_holds_the_golds_or_also_the_negatives_a_float64_reference(
     trainer.model.eval()
     group, held = len(candidates[0]), (4 if anchor_negatives else 1)  # gold + 3 negatives + 2 copies
     # the anchor reads the held candidates alone: with fewer blocks, less of a long context is cut
-    alone = _encode_groups(trainer.tokenizer, trainer.config, contexts, [row[:held] for row in candidates])
+    alone = encode_groups(trainer.tokenizer, trainer.config, contexts, [row[:held] for row in candidates])
     with torch.no_grad():
         drift = trainer._micro_batch_loss(contexts, candidates, kinds)[4]
-        now = trainer.model(_encode_groups(trainer.tokenizer, trainer.config, contexts, candidates))[0]
+        now = trainer.model(encode_groups(trainer.tokenizer, trainer.config, contexts, candidates))[0]
         with trainer.accelerator.autocast():  # as the run reads it (bf16 on a CPU that has it)
             then = trainer.density_term.anchor(alone)[0].double().numpy()
     bank = trainer.density_term.bank.features.double().numpy()

@@ -11,7 +11,8 @@ import pytest
 from density_metric.checkpoint_format import DensityConfig
 from density_metric.pair_format import PairFormat
 from train.__main__ import build_parser
-from train.config import TrainConfig, config_from_args, pair_format_from
+from train.config import TrainConfig
+from train.flags import config_from_args, pair_format_from
 
 
 def test_train_flags_default_to_the_recipes_defaults(tmp_path):

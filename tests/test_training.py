@@ -16,7 +16,8 @@ from density_metric.pair_format import PairFormat
 from train.config import TrainConfig
 from train.corpora import response_pairs, response_pairs_with_dialogues
 from train.data import SelectionData
-from train.loop import Trainer, _encode_groups
+from train.evaluation import encode_groups
+from train.loop import Trainer
 
 from .ports import free_port
 from .tiny import WORDS
@@ -294,7 +295,7 @@ def test_fit_with_float16_weights_fits_the_gaussian_to_the_weights_it_ships(back
 
 def test_feature_only_last_layer_gives_the_full_layers_loss_and_gradients(backbone):
     """The training saving changes nothing in the math: same loss, same gradients (dropout off)."""
-    from train.loop import _encode_groups
+    from train.evaluation import encode_groups
     from train.losses import selection_loss, supervised_contrastive_loss
     from train.model import DensityModel
 
@@ -308,7 +309,7 @@ def test_feature_only_last_layer_gives_the_full_layers_loss_and_gradients(backbo
             model, tokenizer = DensityModel.load(backbone, pair_format, feature_only_last_layer=feature_only)
             assert model.feature_only_last_layer is feature_only
             model.train()  # the backbone fixture has dropout 0
-            features, logits = model(_encode_groups(tokenizer, TrainConfig(pair_format=pair_format), contexts, groups))
+            features, logits = model(encode_groups(tokenizer, TrainConfig(pair_format=pair_format), contexts, groups))
             loss = selection_loss(logits, 4) + supervised_contrastive_loss(features, 4)
             loss.backward()
             grads = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
@@ -464,7 +465,7 @@ def test_the_loss_with_hard_negatives_equals_a_naive_loop(backbone, tmp_path, ex
     trainer.model.eval()
     with torch.no_grad():
         loss, ce_part, scl_part = (x.item() for x in trainer._micro_batch_loss(contexts, candidates, kinds)[:3])
-        features, logits = trainer.model(_encode_groups(trainer.tokenizer, trainer.config, contexts, candidates))
+        features, logits = trainer.model(encode_groups(trainer.tokenizer, trainer.config, contexts, candidates))
     features, logits = features.double().numpy(), logits.double().numpy()
     group = 7
     ce = np.mean([np.log(np.exp(logits[g * group : (g + 1) * group]).sum()) - logits[g * group] for g in range(4)])

@@ -33,8 +33,8 @@ from density_metric.gaussian import ESTIMATORS, GaussianAccumulator, GaussianSta
 from density_metric.repetition import RepetitionTerm
 from density_metric.repetition import check_settings as check_repetition_settings
 
-from .config import add_pair_format_arguments, init_from_pair_format, pair_format_from
 from .corpora import add_corpus_arguments, load_corpus
+from .flags import add_pair_format_arguments, init_from_pair_format, pair_format_from
 from .model import BACKBONE_ALIASES, backbone_path
 
 logger = logging.getLogger(__name__)

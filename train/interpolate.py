@@ -24,7 +24,7 @@ import torch
 from density_metric.checkpoint_format import CONFIG_FILE, HEAD_FILE, DensityConfig, load_head, save_head
 from density_metric.errors import fail
 
-from .config import init_from_pair_format
+from .flags import init_from_pair_format
 
 
 def interpolate(start: Path, end: Path, weight: float, out: Path) -> dict:

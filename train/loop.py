@@ -33,18 +33,18 @@ import torch
 from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
-from density_metric.features import cpu_has_native_bf16, rows_to_batch
-from density_metric.gaussian import GaussianAccumulator, GaussianStats
+from density_metric.features import cpu_has_native_bf16
 from density_metric.pair_format import join_context
 
 from .config import TrainConfig, check_resumable
 from .data import SelectionData, epoch_batches, epoch_negatives
 from .density_term import BANK_FILE, DensityTerm, draw_copies, start_density_term
-from .losses import recall_and_mrr, selection_loss, supervised_contrastive_loss
+from .evaluation import Evaluation, encode_groups
+from .losses import selection_loss, supervised_contrastive_loss
 from .model import DensityModel, set_attention_dropout, set_dropout
-from .negatives import KINDS, NegativeMix, draw_labelled_negatives, validation_candidates
+from .negatives import NegativeMix, draw_labelled_negatives
 from .run_log import truncate_log
-from .selection import required_metrics, selection_metrics, selection_value
+from .selection import required_metrics, selection_metrics
 from .state import (
     STATE_FILE,
     check_same_data,
@@ -56,7 +56,7 @@ from .state import (
     save_optimizer,
     write_trainer_state,
 )
-from .validation import OVERLAP_MIN, DevJudgments, auc, last_turn_overlap, pearson, spearman
+from .validation import OVERLAP_MIN, DevJudgments, last_turn_overlap
 
 logger = logging.getLogger(__name__)
 
@@ -70,14 +70,9 @@ def resolve_mixed_precision(setting: str) -> str:
     return "bf16" if torch.cuda.is_available() or cpu_has_native_bf16() else "no"
 
 
-def _encode_groups(tokenizer, config: TrainConfig, contexts, candidates) -> dict[str, torch.Tensor]:
-    """Model inputs of every (context, candidate) of the groups, group after group, in the run's layout."""
-    rows = config.pair_format.encode_rows(tokenizer, contexts, candidates)
-    return rows_to_batch(rows, tokenizer.pad_token_id, config.pair_format.pooling)
-
-
-class Trainer:
-    """Trains a :class:`DensityModel` on gold pairs with random negatives."""
+class Trainer(Evaluation):
+    """Trains a :class:`DensityModel` on gold pairs with random negatives; evaluates it as
+    :class:`train.evaluation.Evaluation` does."""
 
     def __init__(
         self,
@@ -170,17 +165,6 @@ class Trainer:
         if resume:  # last, since loading the density term's anchor draws from the RNG (its head's init)
             torch.set_rng_state(load_file(str(state_dir / "rng.safetensors"))[f"rank{self.accelerator.process_index}"])
 
-    def metric_names(self) -> list[str]:
-        """The names :meth:`evaluate` logs in this run (the per-kind and dev ones on one process only)."""
-        names = ["recall_at_1", "mrr"]
-        if self.accelerator.num_processes == 1:
-            names += [f"auc_{by}/{kind}" for kind in self.valid_kinds for by in ("f", "density")]
-            names += ["gold_overlap_spearman"] if self.valid_kinds else []
-            if self.dev is not None:
-                suffixes = ("pearson", "spearman", "overlap_spearman", "human_overlap_spearman")
-                names += [f"{self.dev.name}_{suffix}" for suffix in suffixes]
-        return names
-
     @torch.no_grad()
     def _gold_features(self, rows) -> np.ndarray:
         """Features (n, d) of the training golds at ``rows``, without dropout."""
@@ -203,30 +187,6 @@ class Trainer:
                 f"{path}: no retrieval index; build it with python -m train retrieval-index (--split {split})"
             )
         return RetrievalIndex.load(path, pool)
-
-    def _validation_candidates(self, valid: SelectionData) -> dict[str, list[str]]:
-        """One fixed negative per validation pair for each kind of ``config.validation_kinds``.
-
-        ``all`` leaves out ``same-dialogue`` without dialogues and ``retrieved`` without a
-        validation index file; an index built for another pool is still an error.
-        """
-        from .retrieval import split_path
-
-        wanted = self.config.validation_kinds
-        if not wanted:
-            return {}
-        if wanted == "all":
-            kinds = [k for k in KINDS if k != "same-dialogue" or valid.dialogues is not None]
-            index = self.config.retrieval_index
-            if not index or not split_path(index, "validation").is_file():
-                kinds.remove("retrieved")
-        else:
-            kinds = [kind.strip() for kind in wanted.split(",")]
-            unknown = [kind for kind in kinds if kind not in KINDS]
-            if unknown:
-                raise ValueError(f"validation_kinds: unknown kind(s) {unknown}; kinds: {KINDS}")
-        retrieval = self._retrieval_index(valid.pool, "validation") if "retrieved" in kinds else None
-        return validation_candidates(valid, kinds, seed=self.config.negatives_seed, retrieval=retrieval)
 
     def _steps_per_epoch(self) -> int:
         micro_batches = len(self.train_data) // self.config.batch_size
@@ -256,7 +216,7 @@ class Trainer:
         context, the kind of each negative and copy (rows of an excluded kind stay out of the
         contrastive term)."""
         config, group_size, selection = self.config, len(candidates[0]), 1 + self.config.negatives
-        batch = _encode_groups(self.tokenizer, config, contexts, candidates)
+        batch = encode_groups(self.tokenizer, config, contexts, candidates)
         device = self.accelerator.device
         with self.accelerator.autocast():
             features, logits = self.model({name: tensor.to(device) for name, tensor in batch.items()})
@@ -277,7 +237,7 @@ class Trainer:
             anchored = anchor_features = None
             if self.density_term.anchor is not None:  # the golds (and the negatives) as the start saw them
                 held = selection if config.anchor_negatives else 1
-                alone = _encode_groups(self.tokenizer, config, contexts, [group[:held] for group in candidates])
+                alone = encode_groups(self.tokenizer, config, contexts, [group[:held] for group in candidates])
                 with torch.no_grad(), self.accelerator.autocast():
                     anchor_features, _ = self.density_term.anchor({k: v.to(device) for k, v in alone.items()})
                 anchored = features.view(len(contexts), group_size, -1)[:, :held].reshape(-1, features.shape[-1])
@@ -398,91 +358,6 @@ class Trainer:
             retrieval=self.retrieval,
         )
         return dict(zip((int(row) for row in rows), drawn))
-
-    def _evaluate_and_select(self, epoch: int) -> None:
-        """Evaluate, log, and keep the model in best/ if its :func:`selection_value` improved."""
-        started = time.monotonic()
-        metrics = self.evaluate()
-        seconds = round(time.monotonic() - started, 1)
-        self._log({"type": "eval", "epoch": epoch, "step": self.progress["global_step"], "seconds": seconds, **metrics})
-        names = required_metrics(self.config.select_on, self.config.select_floor)
-        missing = [name for name in names if name not in metrics]
-        if missing:
-            raise ValueError(f"the selection reads {missing}, which are not validation metrics: {sorted(metrics)}")
-        if self.progress["global_step"] == 0:  # the start, which a relative --select-floor reads
-            self.progress["start"] = {name: metrics[name] for name in names}
-        value = selection_value(metrics, self.config.select_on, self.config.select_floor, self.progress.get("start"))
-        if value > self.progress["best"]:
-            self.progress["best"] = value
-            if self.accelerator.is_main_process:
-                self.accelerator.unwrap_model(self.model).save(self.out_dir / "best", self.tokenizer)
-        self.save_state()
-
-    @torch.no_grad()
-    def evaluate(self) -> dict:
-        """The validation signals of :mod:`train.validation`: Recall@1 and MRR over each pair's
-        1 + N candidates (sharded over processes), then, on one process, the per-kind AUCs by
-        f(c, r) and by DEnsity distance and the human-judgment correlations if there are any."""
-        config, accelerator = self.config, self.accelerator
-        self.model.eval()
-        data, group_size = self.valid_data, 1 + (config.valid_negatives or config.negatives)
-        mine = range(accelerator.process_index, len(data), accelerator.num_processes)
-        totals = torch.zeros(3, device=accelerator.device)
-        if len(mine):
-            contexts = [data.contexts[i] for i in mine]
-            candidates = [[data.responses[i], *self.valid_negatives[i]] for i in mine]
-            _, logits = self._outputs(contexts, candidates)
-            recall, mrr = recall_and_mrr(torch.from_numpy(logits), group_size)
-            totals += torch.tensor([recall.sum().item(), mrr.sum().item(), float(len(mine))], device=totals.device)
-        totals = accelerator.reduce(totals, "sum")
-        metrics = {"recall_at_1": (totals[0] / totals[2]).item(), "mrr": (totals[1] / totals[2]).item()}
-        if accelerator.num_processes == 1 and (self.valid_kinds or self.dev is not None):
-            metrics.update(self._density_metrics())
-        self.model.train()
-        return metrics
-
-    def _outputs(self, contexts, groups) -> tuple[np.ndarray, np.ndarray]:
-        """Features (n, d) float64 and f(c, r) (n,) float64 of every candidate, group after group,
-        ``eval_batch_size`` contexts per forward pass."""
-        features, logits = [], []
-        for start in range(0, len(contexts), self.config.eval_batch_size):
-            stop = start + self.config.eval_batch_size
-            batch = _encode_groups(self.tokenizer, self.config, contexts[start:stop], groups[start:stop])
-            with self.accelerator.autocast():
-                f, g = self.model({name: tensor.to(self.accelerator.device) for name, tensor in batch.items()})
-            features.append(f.double().cpu().numpy())
-            logits.append(g.double().cpu().numpy())
-        return np.concatenate(features), np.concatenate(logits)
-
-    def _density_metrics(self) -> dict:
-        """Per-kind AUCs (f and DEnsity) and dev correlations, with a Gaussian fitted now (see train.validation)."""
-        train, rows = self.train_data, self.fit_rows
-        fit_features, _ = self._outputs([train.contexts[i] for i in rows], [[train.responses[i]] for i in rows])
-        accumulator = GaussianAccumulator(fit_features.shape[1])
-        accumulator.update(fit_features)
-        stats = GaussianStats.fit(accumulator)
-        metrics = {}
-        if self.valid_kinds:
-            data, kinds = self.valid_data, list(self.valid_kinds)
-            groups = [[data.responses[i], *(self.valid_kinds[kind][i] for kind in kinds)] for i in range(len(data))]
-            features, logits = self._outputs(data.contexts, groups)
-            scores = -stats.distances(features).reshape(len(data), -1)
-            logits = logits.reshape(len(data), -1)
-            for column, kind in enumerate(kinds, start=1):
-                metrics[f"auc_f/{kind}"] = auc(logits[:, 0], logits[:, column])
-                metrics[f"auc_density/{kind}"] = auc(scores[:, 0], scores[:, column])
-            metrics["gold_overlap_spearman"] = 100 * spearman(
-                scores[:, 0], last_turn_overlap(data.contexts, data.responses)
-            )
-        if self.dev is not None:
-            features, _ = self._outputs(self.dev.contexts, [[response] for response in self.dev.responses])
-            scores = -stats.distances(features)
-            metrics[f"{self.dev.name}_pearson"] = 100 * pearson(scores, self.dev.human)
-            metrics[f"{self.dev.name}_spearman"] = 100 * spearman(scores, self.dev.human)
-            overlap = last_turn_overlap(self.dev.contexts, self.dev.responses)
-            metrics[f"{self.dev.name}_overlap_spearman"] = 100 * spearman(scores, overlap)
-            metrics[f"{self.dev.name}_human_overlap_spearman"] = 100 * spearman(self.dev.human, overlap)
-        return metrics
 
     def save_state(self) -> None:
         """Everything a new process needs to continue: weights, optimizer, scheduler, RNG, position."""

@@ -20,10 +20,10 @@ from density_metric.features import machine_description
 from density_metric.gaussian import ESTIMATORS
 
 from .card import card_fields, check_template, compute_description, render_card
-from .config import add_recipe_arguments, config_from_args
 from .corpora import add_corpus_arguments, load_corpus
 from .data import SelectionData
 from .fit import WEIGHT_DTYPES, fit_and_write
+from .flags import add_recipe_arguments, config_from_args
 from .judgments import apply_protocol, context_of, load_sets
 from .run_log import compute_summary, evaluations, read_log
 from .selection import selection_value
