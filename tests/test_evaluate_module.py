@@ -84,32 +84,84 @@ def test_bad_row_in_compute_names_field_and_row(metric):
         metric.compute(contexts=[["hi"]], responses=["ok", "no"])
 
 
-def test_bare_name_loads_offline_from_any_directory_after_install(tiny_checkpoint, tmp_path):
-    env = {
-        **os.environ,
-        "HF_HOME": str(tmp_path / "hf_home"),
-        "HF_EVALUATE_OFFLINE": "1",
-        "HF_HUB_OFFLINE": "1",
-        "HF_DATASETS_OFFLINE": "1",
-    }
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """``python -m density_metric install`` into a temporary HF_HOME: (environment, path of the installed script)."""
+    home = tmp_path_factory.mktemp("hf_home")
+    env = {**os.environ, "HF_HOME": str(home), "HF_EVALUATE_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    env["HF_DATASETS_OFFLINE"] = "1"
     install = subprocess.run(
         [sys.executable, "-m", "density_metric", "install"], env=env, capture_output=True, text=True, timeout=300
     )
     assert install.returncode == 0, install.stderr
     assert "evaluate-metric--density" in install.stdout
+    (script,) = home.glob("modules/evaluate_modules/metrics/evaluate-metric--density/*/density.py")
+    return env, script
+
+
+def load_by_bare_name(env, tiny_checkpoint, workdir, times=1):
+    """Load and compute ``evaluate.load('density')`` ``times`` times in a fresh process elsewhere."""
     code = (
         "import evaluate\n"
-        f"m = evaluate.load('density', checkpoint={str(tiny_checkpoint)!r}, device='cpu')\n"
-        "r = m.compute(contexts=[['hi']], responses=['hello'])\n"
-        "print(sorted(r))\n"
+        + (
+            f"m = evaluate.load('density', checkpoint={str(tiny_checkpoint)!r}, device='cpu')\n"
+            "r = m.compute(contexts=[['hi']], responses=['hello'])\n"
+            "print(sorted(r))\n"
+        )
+        * times
     )
-    workdir = tmp_path / "elsewhere"
-    workdir.mkdir()
+    workdir.mkdir(exist_ok=True)
     run = subprocess.run(
         [sys.executable, "-c", code], env=env, cwd=workdir, capture_output=True, text=True, timeout=300
     )
     assert run.returncode == 0, run.stderr
+    return run
+
+
+def test_bare_name_loads_offline_from_any_directory_after_install(installed, tiny_checkpoint, tmp_path):
+    run = load_by_bare_name(installed[0], tiny_checkpoint, tmp_path / "elsewhere")
     assert "['calibrated', 'calibrated_mean', 'density', 'scores', 'signature']" in run.stdout
+    assert "was installed from" not in run.stderr  # installed from the package that imports it
+
+
+def test_the_installed_module_records_the_package_it_came_from(installed):
+    import hashlib
+
+    text = installed[1].read_text(encoding="utf-8")
+    package_script = Path(MODULE_PATH) / "density.py"
+    stamp = {
+        "version": density_metric.__version__,
+        "package": str(Path(density_metric.__file__).parent),
+        "sha256": hashlib.sha256(package_script.read_bytes()).hexdigest(),
+    }
+    assert f"INSTALLED_FROM = {stamp!r}\n" in text
+    assert text.replace(f"INSTALLED_FROM = {stamp!r}", "INSTALLED_FROM = None") == package_script.read_text()
+
+
+def test_a_module_installed_from_another_version_warns_once(installed, tiny_checkpoint, tmp_path):
+    env, script = installed
+    original = script.read_text(encoding="utf-8")
+    version = f"'version': {density_metric.__version__!r}"
+    try:
+        script.write_text(original.replace(version, "'version': '0.0.1'"), encoding="utf-8")
+        run = load_by_bare_name(env, tiny_checkpoint, tmp_path / "elsewhere", times=2)
+    finally:
+        script.write_text(original, encoding="utf-8")
+    assert run.stderr.count("was installed from density_metric 0.0.1") == 1, run.stderr
+    assert f"imports density_metric {density_metric.__version__}" in run.stderr
+    assert "python -m density_metric install" in run.stderr
+
+
+def test_a_module_installed_from_another_checkout_of_the_same_version_warns(caplog):
+    from density_metric.install import check_installed_module, stamp
+
+    other = {**stamp(), "sha256": "0" * 64, "package": "/elsewhere/density_metric"}
+    with caplog.at_level("WARNING", logger="density_metric.install"):
+        assert check_installed_module(stamp(), "/cache/a/density.py")
+        assert not check_installed_module(other, "/cache/b/density.py")
+        assert not check_installed_module(other, "/cache/b/density.py")
+    assert caplog.text.count("was installed from") == 1
+    assert "/elsewhere/density_metric" in caplog.text and "whose module script differs" in caplog.text
 
 
 def test_checkpoint_revision_reaches_the_hub_download(tiny_checkpoint, tmp_path):

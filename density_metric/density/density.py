@@ -12,6 +12,11 @@ import evaluate
 from density_metric.inputs import as_context, as_response, check_pairs
 from density_metric.scoring import DensityScorer
 
+# `python -m density_metric install` writes its stamp here in the installed copy (the package's version, folder and
+# script hash); the copy in the package says None. Checked when the metric is loaded: the install is shared by every
+# environment with the same HF_HOME.
+INSTALLED_FROM = None
+
 _CITATION = """\
 @inproceedings{park-etal-2023-density,
     title = "{DE}nsity: Open-domain Dialogue Evaluation Metric using Density Estimation",
@@ -117,6 +122,10 @@ class Density(evaluate.Metric):
         # evaluate.load consumes `revision` for the module script itself, so the model's pin
         # needs a name of its own to reach the scorer.
         check_options(kwargs, _named_parameters(Density.__init__))
+        if INSTALLED_FROM is not None:
+            from density_metric.install import check_installed_module
+
+            check_installed_module(INSTALLED_FROM, __file__)
         super().__init__(**kwargs)
         self.scorer_options = dict(
             checkpoint=checkpoint,
