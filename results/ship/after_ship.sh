@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# What a newly bundled checkpoint changes after ship.sh, in order, alone on the CPU: the pinned scores of the
-# integration test (pin_scores.sh), the README's compare example, the system-level table, the grouping benchmark
+# What a newly bundled checkpoint changes after ship.sh (docs/release.md, step 7), in order, alone on the CPU: the
+# pinned scores of the integration test (pin_scores.sh), the README's compare example, the system-level table, the grouping benchmark
 # and the app screenshot (app_screenshot.py, in Debian's Chromium). The README and the cards are then edited by hand
 # from what this prints and writes. Usage: bash results/ship/after_ship.sh "the checkpoint of RUN"
 set -euo pipefail

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The release's measurements (issue 14; PLAN.md shipping checklist, steps 3-5), in order, once
-# the selected checkpoint is bundled in density_metric/default (step 4's copy). Alone on the CPU:
+# The bundled model's measurements (docs/release.md, step 6), in order, once the selected checkpoint is bundled in
+# density_metric/default. Alone on the CPU:
 #   setsid nohup bash results/ship/ship.sh > runs/logs/ship.log 2>&1 < /dev/null & disown
 # Each step prints its start time; a failed step stops the script (rerun it from that step with
 # FROM=N). The README, the cards and docs/app.png are updated by hand from what this writes.
-# The learning curve is drawn from RUN's log.jsonl (default results/releases/2026-11-25-first-release at 16 contexts a step;
-# the parrot release: RUN=results/releases/2026-11-25-copy-margin CONTEXTS_PER_STEP=8).
+# The learning curve is drawn from RUN's log.jsonl (default results/releases/2026-11-25-first-release at 16 contexts
+# a step; the copy-margin release: RUN=results/releases/2026-11-25-copy-margin CONTEXTS_PER_STEP=8).
 set -euo pipefail
 FROM=${FROM:-1}
 RUN=${RUN:-results/releases/2026-11-25-first-release}
