@@ -1,0 +1,269 @@
+"""A validation signal for grounding (issue 50): does the score of human replies rise with their use of
+the speaker's persona, and does it still put copies of the last turn below them?
+
+The set: gold replies of ConvAI2 validation dialogues that no benchmark here draws from
+(``../shared/data/convai2/valid_unused_by_benchmarks.txt``, 598 dialogues, 4,661 persona-owner
+replies), read with :func:`train.corpora.load_convai2`: each context is the persona lines
+("your persona: ...") first, then the dialogue's turns before the reply. A seeded sample of
+:data:`DEFAULT_PAIRS` golds (``numpy.random.default_rng(seed)``, without replacement) is scored,
+each beside the echo of its last turn and :data:`DEFAULT_DISTRACTORS` replies of other dialogues of
+the set. For validation only: ConvAI2 reuses personas across dialogues, so training on these
+dialogues would show the model persona lines of the benchmarks' contexts.
+
+Metrics (``grounding/...``; scores are "higher is better", DEnsity's -distance):
+
+- ``persona_spearman``: 100 x Spearman of the golds' scores with their persona overlap
+  (:func:`content_overlap` of the reply with the persona lines, their "your persona:" prefix
+  removed). People reward replies that use their persona (ConvAI2-USR: +21);
+- ``last_turn_spearman``: 100 x Spearman of the scores with the last-turn overlap
+  (:func:`content_overlap` with the context's last turn). People do not reward it (-6);
+- ``recall_at_1``: the share of golds that score strictly above all of their distractors (the gold
+  loses a tie), with the gold's own context;
+- ``echo_win``: the share of contexts whose gold outscores the echo of the last turn (the last
+  context turn verbatim) in the same context, ties counted half; beside it ``echo_auc``, the
+  unpaired Mann-Whitney AUC of all gold scores against all echo scores (what
+  ``results/parrot-chain/convai2_valid_check.py`` reported).
+
+**Overlap.** Content words: the text lowercased, cut into runs of ``[a-z0-9]`` (so "don't" gives
+"don" and "t"), without the English stop words of :data:`STOP_WORDS` (NLTK's list, written out here)
+and without one-character tokens. A reply's overlap with a reference text is the number of its
+content-word tokens (repeats counted) that occur among the reference's content words, divided by
+the number of its content-word tokens: a share in [0, 1], 0 for a reply without content words.
+
+Run it standalone on a checkpoint::
+
+    python -m train.grounding_validation --checkpoint density_metric/default --out grounding.json
+
+or from training (``--grounding-valid FILE``): the trainer scores the same groups with the current
+encoder and the evaluation Gaussian (:func:`group_metrics`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .corpora import load_convai2
+from .data import normalise
+from .validation import auc, spearman
+
+DEFAULT_FILE = "../shared/data/convai2/valid_unused_by_benchmarks.txt"
+DEFAULT_PAIRS = 1200
+DEFAULT_SEED = 0
+DEFAULT_DISTRACTORS = 4  # random replies beside each gold for Recall@1: 1 in 5
+PERSONA = "your persona:"
+
+# NLTK's English stop words (nltk.corpus.stopwords, 179 words), written out so nothing is downloaded.
+STOP_WORDS = frozenset(
+    """i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself yourselves he him
+    his himself she she's her hers herself it it's its itself they them their theirs themselves what which who whom
+    this that that'll these those am is are was were be been being have has had having do does did doing a an the
+    and but if or because as until while of at by for with about against between into through during before after
+    above below to from up down in out on off over under again further then once here there when where why how all
+    any both each few more most other some such no nor not only own same so than too very s t can will just don
+    don't should should've now d ll m o re ve y ain aren aren't couldn couldn't didn didn't doesn doesn't hadn hadn't
+    hasn hasn't haven haven't isn isn't ma mightn mightn't mustn mustn't needn needn't shan shan't shouldn shouldn't
+    wasn wasn't weren weren't won won't wouldn wouldn't""".split()
+)
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def content_words(text: str) -> list[str]:
+    """The content-word tokens of ``text``, in order (see the module docstring)."""
+    return [token for token in _TOKEN.findall(text.lower()) if len(token) > 1 and token not in STOP_WORDS]
+
+
+def content_overlap(reply: str, reference: str) -> float:
+    """The share of ``reply``'s content-word tokens that occur among ``reference``'s content words;
+    0.0 for a reply without content words."""
+    words = content_words(reply)
+    if not words:
+        return 0.0
+    known = set(content_words(reference))
+    return sum(word in known for word in words) / len(words)
+
+
+def persona_lines(context: Sequence[str]) -> str:
+    """The context's persona lines without their "your persona:" prefix, joined by spaces."""
+    return " ".join(turn[len(PERSONA) :].strip() for turn in context if turn.startswith(PERSONA))
+
+
+@dataclass
+class GroundingSet:
+    """The scored groups: per gold, its context, the gold, the echo of its last turn and its distractors.
+
+    contexts: n lists of turns (persona lines first); golds, echoes: n strings; distractors: n lists of
+    k strings; persona, last_turn: (n,) float64 overlaps of the golds (:func:`content_overlap`).
+    """
+
+    contexts: list[list[str]]
+    golds: list[str]
+    echoes: list[str]
+    distractors: list[list[str]]
+    persona: np.ndarray
+    last_turn: np.ndarray
+    seed: int = DEFAULT_SEED
+    source: str = ""
+
+    def __len__(self) -> int:
+        return len(self.golds)
+
+    def groups(self) -> list[list[str]]:
+        """Per context, its candidates: the gold, the echo, then the distractors (1 + 1 + k)."""
+        return [[gold, echo, *others] for gold, echo, others in zip(self.golds, self.echoes, self.distractors)]
+
+    @classmethod
+    def from_dialogues(
+        cls,
+        dialogues,
+        n: int = DEFAULT_PAIRS,
+        seed: int = DEFAULT_SEED,
+        distractors: int = DEFAULT_DISTRACTORS,
+        source: str = "",
+    ) -> GroundingSet:
+        """``n`` seeded golds of ``dialogues`` (a :func:`train.corpora.load_convai2` dataset; all of them
+        if it has fewer), each with ``distractors`` distinct replies of other dialogues of the set that are
+        not copies of it (:func:`train.data.normalise`), drawn from the stream ``[seed, 1]``."""
+        if n < 1 or distractors < 0:
+            raise ValueError(f"the grounding set needs n >= 1 and distractors >= 0, got {n} and {distractors}")
+        contexts, golds, owners = [], [], []
+        for number, row in enumerate(dialogues):
+            turns, prefix = list(row["turns"]), list(row["prefix"])
+            for i in row["responses"]:
+                contexts.append(prefix + turns[:i])
+                golds.append(turns[i])
+                owners.append(number)
+        if not golds:
+            raise ValueError(f"{source or 'the grounding set'}: no gold replies")
+        owners = np.asarray(owners)
+        rng = np.random.default_rng(seed)
+        rows = np.sort(rng.choice(len(golds), size=min(n, len(golds)), replace=False))
+        draw = np.random.default_rng([seed, 1])
+        chosen = []
+        for row in rows:
+            key, picked = normalise(golds[row]), []
+            for _ in range(1000 * max(distractors, 1)):
+                if len(picked) == distractors:
+                    break
+                other = int(draw.integers(len(golds)))
+                text = golds[other]
+                if owners[other] != owners[row] and normalise(text) != key and text not in picked:
+                    picked.append(text)
+            if len(picked) < distractors:
+                raise ValueError(f"{source or 'the grounding set'}: too few replies for {distractors} distractors")
+            chosen.append(picked)
+        contexts = [contexts[i] for i in rows]
+        golds = [golds[i] for i in rows]
+        persona = np.array([content_overlap(g, persona_lines(c)) for c, g in zip(contexts, golds)])
+        last = np.array([content_overlap(g, c[-1]) for c, g in zip(contexts, golds)])
+        echoes = [context[-1] for context in contexts]
+        return cls(contexts, golds, echoes, chosen, persona, last, seed, source)
+
+    @classmethod
+    def load(
+        cls,
+        path: str | Path = DEFAULT_FILE,
+        n: int = DEFAULT_PAIRS,
+        seed: int = DEFAULT_SEED,
+        distractors: int = DEFAULT_DISTRACTORS,
+    ) -> GroundingSet:
+        """:meth:`from_dialogues` of a ConvAI2 file (ParlAI self_original format)."""
+        return cls.from_dialogues(load_convai2(path), n, seed, distractors, str(path))
+
+
+def grounding_metrics(
+    gold: np.ndarray, echo: np.ndarray, distractors: np.ndarray, persona: np.ndarray, last_turn: np.ndarray
+) -> dict[str, float]:
+    """The metrics of the module docstring from scores: gold (n,), echo (n,), distractors (n, k) (k may
+    be 0: no Recall@1), and the golds' overlaps persona (n,) and last_turn (n,)."""
+    gold, echo = np.asarray(gold, dtype=np.float64), np.asarray(echo, dtype=np.float64)
+    distractors = np.asarray(distractors, dtype=np.float64).reshape(len(gold), -1)
+    metrics = {
+        "grounding/persona_spearman": 100 * spearman(gold, persona),
+        "grounding/last_turn_spearman": 100 * spearman(gold, last_turn),
+        "grounding/echo_win": float(np.mean((gold > echo) + 0.5 * (gold == echo))),
+        "grounding/echo_auc": auc(gold, echo),
+    }
+    if distractors.shape[1]:
+        metrics["grounding/recall_at_1"] = float(np.mean(gold > distractors.max(axis=1)))
+    return metrics
+
+
+def group_metrics(scores: np.ndarray, data: GroundingSet) -> dict[str, float]:
+    """:func:`grounding_metrics` from the scores (n, 2 + k) of :meth:`GroundingSet.groups`' candidates."""
+    scores = np.asarray(scores, dtype=np.float64).reshape(len(data), -1)
+    return grounding_metrics(scores[:, 0], scores[:, 1], scores[:, 2:], data.persona, data.last_turn)
+
+
+def evaluate_scores(score: Callable[[list, list], np.ndarray], data: GroundingSet) -> dict[str, float]:
+    """The metrics with ``score(contexts, responses) -> (m,)`` (higher is better) on every candidate."""
+    groups = data.groups()
+    contexts = [context for context, group in zip(data.contexts, groups) for _ in group]
+    responses = [text for group in groups for text in group]
+    return group_metrics(np.asarray(score(contexts, responses)), data)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from density_metric.errors import fail
+
+    parser = argparse.ArgumentParser(
+        prog="python -m train.grounding_validation",
+        description="Grounding validation of a checkpoint on ConvAI2 gold replies (see the module docstring).",
+    )
+    parser.add_argument("--checkpoint", default="density_metric/default", help="checkpoint folder, 'default' or Hub id")
+    parser.add_argument("--data", default=DEFAULT_FILE, help=f"ConvAI2 validation file (default: {DEFAULT_FILE})")
+    parser.add_argument("--n", type=int, default=DEFAULT_PAIRS, help=f"seeded gold replies (default {DEFAULT_PAIRS})")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"default {DEFAULT_SEED}")
+    parser.add_argument(
+        "--distractors",
+        type=int,
+        default=DEFAULT_DISTRACTORS,
+        help=f"replies of other dialogues beside each gold for Recall@1 (default {DEFAULT_DISTRACTORS})",
+    )
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--out", type=Path, help="also write the JSON report here")
+    args = parser.parse_args(argv)
+    if args.n < 1 or args.distractors < 0:
+        fail(f"--n must be at least 1 and --distractors at least 0, got {args.n} and {args.distractors}")
+    try:
+        data = GroundingSet.load(args.data, args.n, args.seed, args.distractors)
+    except OSError as err:
+        fail(f"--data {args.data}: {err.strerror or err}")
+    except ValueError as err:
+        fail(f"--data {args.data}: {err}")
+    from density_metric.scoring import DensityScorer
+
+    try:
+        scorer = DensityScorer(args.checkpoint, device=args.device, dtype=args.dtype, batch_size=args.batch_size)
+    except (OSError, ValueError) as err:
+        fail(f"--checkpoint {args.checkpoint}: {err}")
+    metrics = evaluate_scores(lambda contexts, responses: -scorer.distances(contexts, responses), data)
+    report = {
+        "checkpoint": args.checkpoint,
+        "signature": scorer.signature,
+        "data": str(args.data),
+        "n": len(data),
+        "seed": args.seed,
+        "distractors": args.distractors,
+        "golds_with_persona_words": float(np.mean(data.persona > 0)),
+        "command": "python -m train.grounding_validation " + " ".join(sys.argv[1:] if argv is None else argv),
+        **metrics,
+    }
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
