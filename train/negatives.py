@@ -16,6 +16,9 @@ and returns one negative, or ``None`` where it cannot make a valid one:
 - ``earlier`` (:func:`earlier_negative`): a context turn before the last one, verbatim.
 - ``span`` (:func:`span_negative`): a run of 3-12 consecutive words of one context turn, most
   often the last (a partial parrot).
+
+Where the pairs' dialogues are known, ``echo``, ``earlier`` and ``span`` copy the dialogue's
+turns only, never a prefix (ConvAI2's persona lines, the grounding lines of train/grounding.py).
 - ``repeat`` (:func:`repeat_negative`): one word of the gold said 3-4 times, or a 2-4-word span
   said 2-3 times, in place. A word said twice ("very very", "no no") is often natural speech,
   hence 3-4 times for single words.
@@ -332,18 +335,19 @@ def _check(data: SelectionData, kinds: Sequence[str], retrieval: RetrievalIndex 
 def _generate(kind: str, data: SelectionData, row: int, rng: np.random.Generator, retrieval) -> str | None:
     """One candidate of a hard ``kind`` for pair ``row`` (not yet checked against the rules)."""
     context, gold = data.contexts[row], data.responses[row]
+    # The copies are made of the dialogue's own turns when known: persona or grounding lines are
+    # context, not turns, and a copy of one is not a copy of the conversation (train/grounding.py).
+    turns = data.dialogues[row][: data.turn_indices[row]] if data.dialogues is not None else context
     if kind == "same-dialogue":
         return same_dialogue_negative(data.dialogues[row], data.turn_indices[row], rng)
     if kind == "echo":
-        # The dialogue's own turns when known: ConvAI2's persona lines are context, not turns.
-        turns = data.dialogues[row][: data.turn_indices[row]] if data.dialogues is not None else context
         return echo_negative(turns or context, gold, rng)
     if kind == "speaker":
         return speaker_negative(context, gold, rng)
     if kind == "earlier":
-        return earlier_negative(context, gold, rng)
+        return earlier_negative(turns or context, gold, rng)
     if kind == "span":
-        return span_negative(context, rng)
+        return span_negative(turns or context, rng)
     if kind == "repeat":
         return repeat_negative(gold, rng)
     if kind == "drop":
