@@ -40,6 +40,7 @@ Two layouts (``layout``):
 
 from __future__ import annotations
 
+import numbers
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
@@ -185,22 +186,33 @@ class PairFormat:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def with_max_length(self, max_length: int | None, special_tokens: int = MIN_SPECIAL_TOKENS) -> PairFormat:
+    def with_max_length(
+        self, max_length: int | None, special_tokens: int = MIN_SPECIAL_TOKENS, limit: int | None = None
+    ) -> PairFormat:
         """This format with another ``max_length``; the response keeps at most half of it, and at most what the
         layout's ``special_tokens`` (:meth:`special_tokens`) leave.
 
+        Args:
+            limit: the encoder's positions (``max_position_embeddings``), if known.
+
         Raises:
-            ValueError: ``max_length`` leaves no token for the response.
+            ValueError: ``max_length`` is not an integer, or is outside ``[special_tokens + 1, limit]``: it
+                leaves no token for the response, or exceeds the encoder's positions. The message gives both ends.
         """
         if max_length is None or max_length == self.max_length:
             return self
-        response_length = min(self.max_response_length, max_length // 2, max_length - special_tokens)
-        if response_length < 1:
+        if isinstance(max_length, bool) or not isinstance(max_length, numbers.Integral):
+            raise ValueError(f"max_length must be an integer number of tokens, got {max_length!r}")
+        smallest = max(special_tokens + 1, 2)  # one response token (max_length // 2 of them at most)
+        if not smallest <= max_length <= (limit or max_length):
+            largest = f"{limit}]" if limit else "...)"
+            positions = f"; the encoder has {limit} positions" if limit else ""
             raise ValueError(
-                f"max_length={max_length} leaves no room for a response: the {self.layout} layout's special tokens "
-                f"take {special_tokens}; give at least {special_tokens + 1}"
+                f"max_length must be in [{smallest}, {largest} for this checkpoint, got {max_length}: the "
+                f"{self.layout} layout's special tokens take {special_tokens}, and a response needs one more{positions}"
             )
-        return replace(self, max_length=max_length, max_response_length=response_length)
+        response_length = min(self.max_response_length, max_length // 2, max_length - special_tokens)
+        return replace(self, max_length=int(max_length), max_response_length=response_length)
 
     def special_tokens(self, tokenizer) -> int:
         """Special tokens a pair takes in this layout: the pair template's, and in the shared-context layout

@@ -58,16 +58,23 @@ class DensityScorer:
     ):
         if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, numbers.Integral)):
+            raise ValueError(f"max_length must be an integer number of tokens or None, got {max_length!r}")
         self.checkpoint = resolve_checkpoint(
             checkpoint, revision, cache_dir=cache_dir, local_files_only=local_files_only
         )
         self.encoder = Encoder.load(
-            self.checkpoint.encoder_path,
-            self.checkpoint.config.pair_format,
-            device=device,
-            dtype=dtype,
-            max_length=max_length,
+            self.checkpoint.encoder_path, self.checkpoint.config.pair_format, device=device, dtype=dtype
         )
+        if max_length is not None:
+            # Here rather than in Encoder.load, whose range check names 4 where the layout needs more: the range
+            # depends on the tokenizer's special tokens and the encoder's positions, known only once loaded.
+            pair_format = self.encoder.pair_format
+            self.encoder.pair_format = pair_format.with_max_length(
+                max_length,
+                pair_format.special_tokens(self.encoder.tokenizer),
+                limit=self.encoder.model.config.max_position_embeddings,
+            )
         self.stats = self.checkpoint.stats
         self.batch_size = int(batch_size)
         self.progress = progress

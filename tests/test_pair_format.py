@@ -161,7 +161,7 @@ def test_every_small_max_length_scores_or_is_refused_at_load_naming_it(fixture, 
     long_turns = [" ".join(["word"] * 40)] * 3
     for max_length in range(4, 12):
         if max_length < smallest:
-            with pytest.raises(ValueError, match=rf"max_length={max_length} leaves no room for a response"):
+            with pytest.raises(ValueError, match=rf"max_length must be in \[{smallest}, 128\] for this checkpoint"):
                 DensityScorer(checkpoint, device="cpu", dtype="float32", max_length=max_length)
             continue
         scorer = DensityScorer(checkpoint, device="cpu", dtype="float32", max_length=max_length)

@@ -218,3 +218,16 @@ def test_a_zero_width_turn_scores_as_an_empty_turn_does(tiny_scorer):
         ]
         assert empty != turns
         assert tiny_scorer.score_dialogue(turns) == tiny_scorer.score_dialogue(empty)
+
+
+def test_a_max_length_that_is_not_an_integer_is_a_value_error_naming_it(tiny_checkpoint):
+    with pytest.raises(ValueError, match=r"max_length must be an integer number of tokens or None, got '256'"):
+        DensityScorer(str(tiny_checkpoint), device="cpu", max_length="256")
+
+
+@pytest.mark.parametrize("max_length", [1, 3, 4, 129])
+def test_the_max_length_range_names_the_checkpoints_own_smallest_and_largest(tiny_shared_checkpoint, max_length):
+    """The shared-context layout takes 4 special tokens ([CLS] context [SEP] [CLS] response [SEP]), so its
+    smallest max_length is 5; the tiny encoder has 128 positions."""
+    with pytest.raises(ValueError, match=rf"max_length must be in \[5, 128\] for this checkpoint, got {max_length}"):
+        DensityScorer(str(tiny_shared_checkpoint), device="cpu", max_length=max_length)
