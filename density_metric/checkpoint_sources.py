@@ -37,8 +37,21 @@ def resolve_checkpoint(
         loaded = load_checkpoint(BUNDLED_DIR)
         loaded.source = f"bundled:{loaded.config.name or 'default'}"
         return loaded
-    if Path(checkpoint).is_dir():
+    path = Path(checkpoint)
+    if path.is_dir():
         return load_checkpoint(checkpoint)
+    if path.exists():
+        raise ValueError(f"checkpoint {str(checkpoint)!r} is a file; give its directory, or a Hub repo id")
+    # Before any Hub call or warning: a path that does not exist is not a repo id either (those are name or org/name).
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(str(checkpoint))
+    except HFValidationError:
+        raise ValueError(
+            f"checkpoint {str(checkpoint)!r} is neither a local directory nor a valid Hub repo id: no such directory"
+        ) from None
     return _load_from_hub(str(checkpoint), revision, cache_dir, bool(local_files_only))
 
 
@@ -46,10 +59,6 @@ def _load_from_hub(repo_id: str, revision: str | None, cache_dir, local_files_on
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
 
-    if revision is None:
-        logger.warning(
-            "Loading %s without a pinned revision; pass revision=<commit hash> for reproducible scores.", repo_id
-        )
     try:
         path = snapshot_download(
             repo_id,
@@ -67,4 +76,12 @@ def _load_from_hub(repo_id: str, revision: str | None, cache_dir, local_files_on
             f"(HF_HUB_OFFLINE=1 or local_files_only=True), or the Hub cannot be reached ({err})",
         ) from None
     # The snapshot folder is named after the commit, whatever branch or tag was asked for.
-    return load_checkpoint(path, source=repo_id, revision=Path(path).name)
+    commit = Path(path).name
+    if revision is None:  # after the download, so that a path or id that fails is not also told to pin
+        logger.warning(
+            "Loaded %s without a pinned revision (main is commit %s now); pass revision=%r for reproducible scores.",
+            repo_id,
+            commit,
+            commit,
+        )
+    return load_checkpoint(path, source=repo_id, revision=commit)
