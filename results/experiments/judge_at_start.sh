@@ -9,7 +9,7 @@ set -euo pipefail
 checkpoint=$1 out=$2
 mkdir -p "$out"
 rm -rf "$out/eval"
-python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog --init-from "$checkpoint" \
+python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog --dailydialog-train official --init-from "$checkpoint" \
   --epochs 1 --max-steps-per-epoch 100 --batch-size 8 --seed "$SEED" --negatives-seed "$SEED" \
   --valid-limit 500 --valid-negatives 15 --validation-kinds random,echo,speaker,repeat,earlier,span \
   --valid-fit-pairs 20000 --dev-judgments ../shared/data --eval-at-start --evals-per-epoch 1 \

@@ -5,7 +5,7 @@
 # shellcheck shell=bash disable=SC2034
 STEPS=${STEPS:-400}
 INIT_FROM=${INIT_FROM:-$(bash results/checkout_bundle.sh 3b29ef3)}
-COMMON=(--corpus dailydialog --data-dir ../shared/data/dailydialog --init-from "$INIT_FROM"
+COMMON=(--corpus dailydialog --data-dir ../shared/data/dailydialog --dailydialog-train official --init-from "$INIT_FROM"
   --epochs 1 --max-steps-per-epoch "$STEPS" --warmup-steps 30 --lr 2e-5 --batch-size 8 --resample-negatives
   --seed 43 --negatives-seed 43
   --valid-limit 500 --valid-negatives 15 --validation-kinds random,echo,speaker,repeat,earlier,span

@@ -7,7 +7,7 @@
 set -euo pipefail
 STEPS=${STEPS:-600}   # 4,800 contexts: where measurement 4 (DESIGN.md part 6) saw the density move
 start=$(bash results/checkout_bundle.sh 35dcd63)  # the bundled release of the time: the first release, read out of git
-COMMON=(--corpus dailydialog --data-dir ../shared/data/dailydialog --init-from "$start"
+COMMON=(--corpus dailydialog --data-dir ../shared/data/dailydialog --dailydialog-train official --init-from "$start"
   --epochs 1 --max-steps-per-epoch "$STEPS" --warmup-steps 30 --lr 2e-5 --batch-size 8 --resample-negatives
   --valid-limit 500 --valid-negatives 15 --validation-kinds random,echo,speaker,repeat,earlier,span
   --valid-fit-pairs 3000 --dev-judgments ../shared/data --select-on zhao_dev_spearman

@@ -16,11 +16,11 @@ pair_format=(--layout shared-context --pooling mean --max-length 256 --max-respo
 if [ ! -f "$out/start/density_config.json" ]; then
   # --init-from reads a DEnsity checkpoint folder: the start's weights (float32, as trained) with the pair format
   # of the release. Its Gaussian (the first 3,000 training pairs) is never read by the run.
-  python -m train fit --corpus dailydialog --data-dir ../shared/data/dailydialog --limit 3000 --encoder "$src" \
+  python -m train fit --corpus dailydialog --data-dir ../shared/data/dailydialog --dailydialog-train official --limit 3000 --encoder "$src" \
     --out "$out/start" "${pair_format[@]}" --name density-minilm-dailydialog --weights-dtype float32
 fi
 if [ ! -f "$out/checkpoint/density_config.json" ]; then
-  python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog --init-from "$out/start" \
+  python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog --dailydialog-train official --init-from "$out/start" \
     --epochs 1 --max-steps-per-epoch "$STEPS" --warmup-steps 30 --lr 2e-5 --batch-size 8 --resample-negatives \
     --seed 43 --negatives-seed 43 \
     --valid-limit 500 --valid-negatives 15 --validation-kinds random,echo,speaker,repeat,earlier,span \

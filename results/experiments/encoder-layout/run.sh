@@ -32,7 +32,7 @@ for name in ${@:-paper shared shared-dropout0}; do
   mkdir -p "$out"
   if [ ! -f "$out/checkpoint/density_config.json" ]; then
     # shellcheck disable=SC2086
-    python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog \
+    python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog --dailydialog-train official \
       --backbone minilm ${LAYOUT[$name]} --max-length 256 --max-response-length 64 \
       --negatives 15 --negative-mix "$MIX" --resample-negatives \
       --batch-size 4 --grad-accum 4 --epochs 1 --max-steps-per-epoch "$steps" --warmup-steps $((steps / 10)) \

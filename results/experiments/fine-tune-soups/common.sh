@@ -19,7 +19,7 @@ judged() {
 # fit_and_test ENCODER OUT TEST: the Gaussian on all training pairs with float16 weights into OUT, then the
 # meta-evaluation of OUT into TEST, once
 fit_and_test() {
-  python -m train fit --corpus dailydialog --data-dir ../shared/data/dailydialog --encoder "$1" \
+  python -m train fit --corpus dailydialog --data-dir ../shared/data/dailydialog --dailydialog-train official --encoder "$1" \
     --weights-dtype float16 --name density-minilm-dailydialog --out "$2"
   echo "== test, $(date -u +%H:%M:%S)"
   python -m benchmarks.human_correlation --checkpoint "$2" \

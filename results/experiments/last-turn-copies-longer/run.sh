@@ -12,7 +12,7 @@ set -euo pipefail
 out=runs/last-turn-chain
 bash results/checkout_bundle.sh 3b29ef3 "$out/start"
 if [ ! -f "$out/checkpoint/density_config.json" ]; then
-  python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog --init-from "$out/start" \
+  python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog --dailydialog-train official --init-from "$out/start" \
     --epochs 1 --max-steps-per-epoch "$STEPS" --warmup-steps 30 --lr 2e-5 --batch-size 8 --resample-negatives \
     --seed 43 --negatives-seed 43 \
     --valid-limit 500 --valid-negatives 15 --validation-kinds random,echo,speaker,repeat,earlier,span \

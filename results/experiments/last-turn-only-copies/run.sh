@@ -13,7 +13,7 @@ set -euo pipefail
 out=runs/last-turn-copies
 bash results/checkout_bundle.sh 35dcd63 "$out/start"
 if [ ! -f "$out/checkpoint/density_config.json" ]; then
-  python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog --init-from "$out/start" \
+  python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog --dailydialog-train official --init-from "$out/start" \
     --epochs 1 --max-steps-per-epoch "$STEPS" --warmup-steps 30 --lr 2e-5 --batch-size 8 --resample-negatives \
     --valid-limit 500 --valid-negatives 15 --validation-kinds random,echo,speaker,repeat,earlier,span \
     --valid-fit-pairs 3000 --dev-judgments ../shared/data --eval-at-start --evals-per-epoch "${EVALS:-4}" \

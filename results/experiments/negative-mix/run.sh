@@ -35,7 +35,7 @@ for name in ${@:-random mix mix-no-probe-kinds}; do
   mkdir -p "$out"
   if [ ! -f "$out/checkpoint/density_config.json" ]; then
     # shellcheck disable=SC2086
-    python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog \
+    python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog --dailydialog-train official \
       --backbone minilm --layout shared-context --max-length 128 --max-response-length 32 \
       --negatives 15 --negative-mix "${MIX[$name]}" --resample-negatives \
       --batch-size 4 --grad-accum 4 --epochs 1 --max-steps-per-epoch $STEPS --warmup-steps $((STEPS / 10)) \

@@ -15,7 +15,7 @@ out=runs/parrot-release
 mkdir -p "$out"
 start=$(bash results/checkout_bundle.sh 35dcd63)  # the committed release of the time: the first release, read out of git
 if [ ! -f "$out/checkpoint/density_config.json" ]; then
-  python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog --init-from "$start" \
+  python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog --dailydialog-train official --init-from "$start" \
     --epochs 1 --max-steps-per-epoch "$STEPS" --warmup-steps 30 --lr 2e-5 --batch-size 8 --resample-negatives \
     --valid-limit 500 --valid-negatives 15 --validation-kinds random,echo,speaker,repeat,earlier,span \
     --valid-fit-pairs 3000 --dev-judgments ../shared/data --select-on zhao_dev_spearman --evals-per-epoch "${EVALS:-4}" \

@@ -15,7 +15,7 @@ set -euo pipefail
 : "${EPOCHS:?}" "${STEPS_PER_EPOCH:?}" "${EVALS_PER_EPOCH:?}"
 MINUTES=${MINUTES:-140}
 mkdir -p runs/release
-python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog \
+python -m train train --corpus dailydialog --data-dir ../shared/data/dailydialog --dailydialog-train official \
   --backbone minilm --layout shared-context --attention-dropout 0 --pooling mean \
   --max-length 256 --max-response-length 64 --negatives 15 --negative-mix random:1 --resample-negatives \
   --batch-size 4 --grad-accum 4 --lr 5e-5 --weight-decay 0 --max-grad-norm 1.0 --warmup-steps 1000 \
