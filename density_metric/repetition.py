@@ -10,7 +10,7 @@ span's mean, so the density cannot see repetition; a statistic appended to g cou
 Mahalanobis distance is unchanged by rescaling it, so its weight has to sit outside. One-sided: a reply that
 repeats itself less than golds do is not pushed out. Bounded: unbounded, a reply that says one bigram again and
 again lands far off the distances' scale, which a linear correlation with people's ratings reads badly. With w = 0, or in a checkpoint without the term, the score is
-the paper's. What it does and costs: ``results/pilots/repetition/NOTES.md``.
+the paper's. What it does and costs: ``results/experiments/repetition-term/NOTES.md``.
 """
 
 from __future__ import annotations

@@ -159,7 +159,7 @@ def test_bundled_scores_under_the_default_dtype_do_not_depend_on_the_batch(defau
 def test_the_bundled_release_scores_as_before_the_hardening_round(default_scorer):
     """1,000 DailyDialog test pairs scored by the code before issue 30 (commit 35dcd63, float32, this
     file's metadata), with the bundled weights (remade for each release by
-    results/release/pin_scores.sh from a checkout of 35dcd63; the metadata names the checkpoint): the
+    results/ship/pin_scores.sh from a checkout of 35dcd63; the metadata names the checkpoint): the
     refactors and the context grouping since then leave the scores as they were. 1e-5 allows another
     CPU's float32 kernels."""
     from safetensors import safe_open
