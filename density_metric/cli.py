@@ -277,8 +277,16 @@ def install_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m density_metric", description="DEnsity dialogue response scores")
+def program_name(argv0: str | None = None) -> str:
+    """The command as the user typed it, for usage lines: ``density-metric`` (the console script), or
+    ``python -m density_metric`` (argparse's own default would say ``__main__.py``)."""
+    name = Path(sys.argv[0] if argv0 is None else argv0).name
+    return "python -m density_metric" if name in ("", "-c", "__main__.py") else name
+
+
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; ``prog`` names the command in usage lines (default: :func:`program_name`)."""
+    parser = argparse.ArgumentParser(prog=prog or program_name(), description="DEnsity dialogue response scores")
     commands = parser.add_subparsers(dest="command", required=True)
 
     score = commands.add_parser("score", help="score a JSONL, CSV or parquet file of (context, response) rows")

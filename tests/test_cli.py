@@ -4,6 +4,7 @@ import csv
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -451,3 +452,20 @@ def test_a_json_array_in_a_json_file_is_refused_naming_json_lines(tiny_checkpoin
     rows.write_text(json.dumps(ROWS, indent=2), encoding="utf-8")
     line = error_line(capsys, run, tiny_checkpoint, rows, "-o", tmp_path / "out.jsonl", "--on-error", "skip")
     assert f"{rows}, line 1: a JSON array, not JSON Lines" in line
+
+
+# ---------------------------------------------------------------- the program's name
+
+
+@pytest.mark.parametrize(
+    "command, usage",
+    [
+        (["density-metric", "score"], "usage: density-metric score"),
+        ([sys.executable, "-m", "density_metric", "score"], "usage: python -m density_metric score"),
+    ],
+)
+def test_usage_lines_name_the_command_as_it_was_typed(command, usage):
+    if command[0] == "density-metric" and shutil.which("density-metric") is None:
+        pytest.skip("the density-metric console script is not installed")
+    run = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and run.stderr.startswith(usage), run.stderr
