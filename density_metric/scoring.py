@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .checkpoint_sources import resolve_checkpoint
-from .features import Encoder
+from .features import PROGRESS_MIN_PAIRS, Encoder
 from .gaussian import calibrate
 from .inputs import as_context, check_dialogues, check_pairs
 from .results import DensityResult, score_columns
@@ -271,7 +271,7 @@ class DensityScorer:
 
         Rows are read and scored ``chunk_size`` at a time through ``Dataset.map``, so
         memory does not grow with the number of rows; an ``IterableDataset`` is scored
-        lazily as it is iterated.
+        lazily as it is iterated. ``Dataset.map``'s progress bar follows ``progress`` (None: from 1,024 rows).
 
         Raises:
             ValueError: for a ``DatasetDict`` (pass one split: ``ds["train"]``); a missing column
@@ -294,7 +294,16 @@ class DensityScorer:
         kwargs = dict(batched=True, batch_size=chunk_size, with_indices=True)
         if isinstance(dataset, datasets.IterableDataset):
             return dataset.map(score_chunk, **kwargs)
-        return dataset.map(score_chunk, desc="DEnsity", **kwargs)
+        # The scorer's rule (progress=None: a bar from PROGRESS_MIN_PAIRS rows on). Dataset.map has no switch of
+        # its own; datasets' public global one is turned off for this call only, and put back as it was.
+        show = len(dataset) >= PROGRESS_MIN_PAIRS if self.progress is None else self.progress
+        if show or datasets.are_progress_bars_disabled():
+            return dataset.map(score_chunk, desc="DEnsity", **kwargs)
+        datasets.disable_progress_bars()
+        try:
+            return dataset.map(score_chunk, desc="DEnsity", **kwargs)
+        finally:
+            datasets.enable_progress_bars()
 
 
 def _check_columns(names: Sequence[str], columns: Sequence[str]) -> None:
@@ -311,6 +320,11 @@ class _ScoreDatasetChunk:
     is only the scorer's signature and the column names, so the hash is cheap (the model is
     not hashed), stable across sessions, and changes whenever the checkpoint or options do.
     """
+
+    # No private attribute of datasets is read. Dataset.map(new_fingerprint=...) is public, but a correct one must
+    # derive from the input's fingerprint, which only the private Dataset._fingerprint holds; so datasets derives it
+    # itself, from the input's and a hash of this transform, taken by pickling it (its documented caching), and
+    # __getstate__, Python's pickle protocol, is what decides what that hash covers.
 
     def __init__(self, scorer: DensityScorer, context_column: str, response_column: str, output_column: str):
         self.scorer, self.columns = scorer, (context_column, response_column, output_column)

@@ -231,3 +231,26 @@ def test_the_max_length_range_names_the_checkpoints_own_smallest_and_largest(tin
     smallest max_length is 5; the tiny encoder has 128 positions."""
     with pytest.raises(ValueError, match=rf"max_length must be in \[5, 128\] for this checkpoint, got {max_length}"):
         DensityScorer(str(tiny_shared_checkpoint), device="cpu", max_length=max_length)
+
+
+def score_a_dataset(checkpoint, rows, progress):
+    import datasets
+
+    contexts, responses = synthetic_pairs(rows, seed=5)
+    dataset = datasets.Dataset.from_dict({"context": contexts, "response": responses})
+    scorer = DensityScorer(str(checkpoint), device="cpu", dtype="float32", progress=progress)
+    return scorer.score_dataset(dataset, chunk_size=4)
+
+
+def test_score_dataset_shows_no_progress_bar_for_a_few_rows(tiny_checkpoint, capsys):
+    scored = score_a_dataset(tiny_checkpoint, 6, progress=None)
+    assert len(scored["density"]) == 6
+    assert "DEnsity" not in capsys.readouterr().err
+
+
+def test_score_dataset_shows_its_progress_bar_when_asked(tiny_checkpoint, capsys):
+    import datasets
+
+    score_a_dataset(tiny_checkpoint, 6, progress=True)
+    assert "DEnsity" in capsys.readouterr().err
+    assert not datasets.are_progress_bars_disabled()  # the global switch is left as it was
