@@ -108,6 +108,7 @@ def test_evaluate_scores_scores_every_candidate_against_its_own_context(convai2_
         assert all((tuple(context), text) in seen for text in group)
     lengths = np.array([[len(text) for text in group] for group in data.groups()], dtype=float)
     assert metrics == pytest.approx(group_metrics(lengths, data), nan_ok=True)
+    assert tuple(metrics) == data.metric_names()
 
 
 def test_cli_prints_and_writes_the_report(convai2_file, tiny_checkpoint, tmp_path, capsys):

@@ -115,6 +115,12 @@ class GroundingSet:
     def __len__(self) -> int:
         return len(self.golds)
 
+    def metric_names(self) -> tuple[str, ...]:
+        """The names :func:`group_metrics` returns for this set (Recall@1 only with distractors)."""
+        names = ("persona_spearman", "last_turn_spearman", "echo_win", "echo_auc")
+        names += ("recall_at_1",) if any(self.distractors) else ()
+        return tuple(f"grounding/{name}" for name in names)
+
     def groups(self) -> list[list[str]]:
         """Per context, its candidates: the gold, the echo, then the distractors (1 + 1 + k)."""
         return [[gold, echo, *others] for gold, echo, others in zip(self.golds, self.echoes, self.distractors)]
