@@ -12,8 +12,11 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import shutil
+import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -22,7 +25,7 @@ import gradio as gr  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from density_metric import DensityScorer  # noqa: E402
+from density_metric import DensityScorer, resolve_checkpoint  # noqa: E402
 from density_metric.compare_systems import compare_tables, read_system  # noqa: E402
 from density_metric.significance import ALPHA, TESTS, ComparisonResult, grid_cells  # noqa: E402
 from density_metric.tables import output_columns, read_table, score_rows, table_format, write_records  # noqa: E402
@@ -40,6 +43,11 @@ MAX_SYSTEMS = 6  # files in one comparison
 # larger uploads; score_file checks again, for a demo launched another way.
 MAX_FILE_BYTES = 10 * 2**20
 CONCURRENCY = 2
+# A scored file is needed only until gradio has copied it into its own cache, as the function returns; the app's
+# copies older than this are removed at the next request, and all of them when the app's process ends.
+DOWNLOAD_MAX_AGE_S = 600
+# gradio's own copies (in GRADIO_TEMP_DIR): checked hourly, removed after an hour, and all when the server stops.
+GRADIO_DELETE_CACHE = (3600, 3600)
 
 EXAMPLES = [
     [
@@ -118,12 +126,14 @@ def lines(text: str | None, field: str, limit: int) -> list[str]:
 
 
 class Scorers:
-    """One loaded DensityScorer per checkpoint, created on first use (thread-safe)."""
+    """One loaded DensityScorer per checkpoint, created on first use (thread-safe); the default is loaded at once,
+    so that a broken one fails at start rather than in every request (a ValueError or OSError naming it)."""
 
     def __init__(self, default: str | None):
         self.default = default or BUNDLED
         self._scorers: dict[str, DensityScorer] = {}
         self._lock = threading.Lock()
+        self(self.default)
 
     def __call__(self, name: str | None) -> DensityScorer:
         name = name or self.default
@@ -197,6 +207,26 @@ def upload_path(upload, what: str) -> Path:
     return path
 
 
+class Downloads:
+    """The app's own folder for scored files (``density-app-*`` in the temporary directory), removed with the app's
+    process; each file gets a subfolder of its own, so that two users' files of one name do not meet."""
+
+    def __init__(self):
+        self._folder = tempfile.TemporaryDirectory(prefix="density-app-")  # removed at exit, or when collected
+        self.root = Path(self._folder.name)
+
+    def path(self, name: str) -> Path:
+        """A new path for a file called ``name``; subfolders older than DOWNLOAD_MAX_AGE_S go first."""
+        cutoff = time.time() - DOWNLOAD_MAX_AGE_S
+        for old in self.root.iterdir():
+            if old.stat().st_mtime < cutoff:
+                shutil.rmtree(old, ignore_errors=True)
+        return Path(tempfile.mkdtemp(dir=self.root)) / name
+
+    def cleanup(self) -> None:
+        self._folder.cleanup()
+
+
 def without_paths(message: str, paths: list[Path]) -> str:
     """A message naming uploads by their temporary paths, which mean nothing to the user: their names only."""
     for path in paths:
@@ -210,8 +240,14 @@ SYSTEM_HEADERS = ["system", "n", "mean score", "95% CI low", "95% CI high", "mea
 
 
 def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[str, ...] = ()) -> gr.Blocks:
+    """The demo, its default checkpoint loaded and the other choices found (a ValueError or OSError naming a
+    broken one, before anything is served). ``demo.downloads`` holds the scored files (:class:`Downloads`)."""
     scorers = Scorers(default_checkpoint)
+    for name in extra_checkpoints:
+        if name not in (BUNDLED, scorers.default):
+            resolve_checkpoint(name)  # loaded on first use; found and checked now
     choices = list(dict.fromkeys([scorers.default, *extra_checkpoints]))
+    downloads = Downloads()
 
     @friendly
     def score_replies(context: str, candidates: str, checkpoint: str):
@@ -269,7 +305,7 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
         track = functools.partial(progress.tqdm, desc="scoring", unit="batch")
         rating = scorer.checkpoint.rating is not None
         score_rows(rows, scorer.score, chunk_rows=64, track=track, error_column=True, rating_column=rating)
-        out = Path(tempfile.mkdtemp()) / f"{path.stem}.scored{path.suffix}"
+        out = downloads.path(f"{path.stem}.scored{path.suffix}")
         columns = output_columns(table.columns, error_column=True, rating_column=rating)
         write_records(out, fmt, [row.record for row in rows], columns=columns)
         bad = sum(1 for row in rows if row.error)
@@ -311,7 +347,8 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
             else f"- {p['a']} vs {p['b']}: no significant difference (delta {p['delta']:+.3f}, p = {p['p_value']:.4f})"
             for p in result.pairs
         ]
-        summary = "\n".join([*verdicts, "", f"`{result.signature}`"])
+        warnings = [f"- **warning:** {warning}" for warning in result.warnings]
+        summary = "\n".join([*verdicts, *warnings, "", f"`{result.signature}`"])
         return table, grid, differences_plot(result), summary
 
     def about(checkpoint: str):
@@ -329,7 +366,7 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
             f"### Checkpoint\n`{scorer.signature}`\n\n{body}"
         )
 
-    with gr.Blocks(title="DEnsity: how human-like is this reply?") as demo:
+    with gr.Blocks(title="DEnsity: how human-like is this reply?", delete_cache=GRADIO_DELETE_CACHE) as demo:
         gr.Markdown(
             "# DEnsity\nHow typical of human conversation is a reply? "
             "([paper](https://aclanthology.org/2023.findings-acl.896))"
@@ -391,6 +428,7 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
             about_button = gr.Button("Show checkpoint details")
             about_button.click(about, [checkpoint], [about_text], api_name="about")
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=64)
+    demo.downloads = downloads
     return demo
 
 
@@ -399,11 +437,21 @@ def launch(demo: gr.Blocks, **options):
     return demo.launch(max_file_size=MAX_FILE_BYTES, **options)
 
 
-if __name__ == "__main__":
+def main() -> None:
+    """``python app.py``: the checkpoints from DENSITY_CHECKPOINT and DENSITY_CHECKPOINTS; a broken one is one
+    ``error:`` line and exit code 2 at start."""
     logging.basicConfig(level=logging.INFO)
+    default = os.environ.get("DENSITY_CHECKPOINT") or None
     extra = tuple(c for c in os.environ.get("DENSITY_CHECKPOINTS", "").split(",") if c)
-    launch(
-        build_demo(os.environ.get("DENSITY_CHECKPOINT"), extra),
-        server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
-        show_error=False,
-    )
+    try:
+        demo = build_demo(default, extra)
+    except (ValueError, OSError) as err:  # CheckpointError is a ValueError; OSError: Hub and file errors
+        print(
+            f"error: cannot serve the checkpoints of DENSITY_CHECKPOINT / DENSITY_CHECKPOINTS: {err}", file=sys.stderr
+        )
+        raise SystemExit(2) from None
+    launch(demo, server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"), show_error=False)
+
+
+if __name__ == "__main__":
+    main()

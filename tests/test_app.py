@@ -1,6 +1,7 @@
 """The Gradio app, served on 127.0.0.1 with a tiny checkpoint and called through gradio_client."""
 
 import json
+import os
 import threading
 
 import httpx
@@ -17,19 +18,28 @@ REPLIES = ["fine thanks", "the weather is nice", "you you you"]
 
 
 @pytest.fixture(scope="module")
-def served(tiny_checkpoint):
+def demo(tiny_checkpoint, tmp_path_factory):
+    """The app served on a free port; gradio's uploads and copies go to a pytest folder, not the shared /tmp/gradio."""
     from app import build_demo, launch
 
-    demo = build_demo(str(tiny_checkpoint))
-    port = free_port()
-    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    yield f"http://127.0.0.1:{port}/"
-    demo.close()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GRADIO_TEMP_DIR", str(tmp_path_factory.mktemp("gradio")))
+        demo = build_demo(str(tiny_checkpoint))
+        demo.port = free_port()
+        launch(demo, server_name="127.0.0.1", server_port=demo.port, prevent_thread_lock=True, quiet=True)
+        yield demo
+        demo.close()
+        demo.downloads.cleanup()
 
 
 @pytest.fixture(scope="module")
-def client(served):
-    return Client(served, verbose=False)
+def served(demo):
+    return f"http://127.0.0.1:{demo.port}/"
+
+
+@pytest.fixture(scope="module")
+def client(served, tmp_path_factory):
+    return Client(served, verbose=False, download_files=tmp_path_factory.mktemp("downloads"))
 
 
 @pytest.fixture(scope="module")
@@ -221,3 +231,48 @@ def test_compare_files_needs_two_files(client, tiny_checkpoint, tmp_path):
         client.predict(
             [write_system(tmp_path / "a.jsonl", ["x"] * 4)], "", str(tiny_checkpoint), api_name="/compare_files"
         )
+
+
+# ---------------------------------------------------------------- start-up and files left behind
+
+
+def test_a_broken_default_checkpoint_fails_at_start_with_one_error_line(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "DENSITY_CHECKPOINT": str(tmp_path / "no-such-checkpoint"), "HF_HUB_OFFLINE": "1"}
+    app = Path(__file__).resolve().parent.parent / "app.py"
+    try:
+        run = subprocess.run([sys.executable, str(app)], env=env, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the app started serving a checkpoint that does not exist")
+    assert run.returncode == 2
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: cannot serve the checkpoints") and "no-such-checkpoint" in last, run.stderr
+
+
+def test_scored_files_go_to_the_apps_own_folder_not_tmp_folders_of_their_own(client, demo, tiny_checkpoint, tmp_path):
+    import tempfile
+    import uuid
+    from pathlib import Path
+
+    name = f"mine-{uuid.uuid4().hex}"  # no other run writes this name
+    (tmp_path / f"{name}.jsonl").write_text('{"context": "hi", "response": "hello"}\n')
+    client.predict(handle_file(str(tmp_path / f"{name}.jsonl")), "", str(tiny_checkpoint), api_name="/score_file")
+    assert not list(Path(tempfile.gettempdir()).glob(f"tmp*/{name}.scored.jsonl"))  # where the app wrote them
+    assert demo.downloads.root.name.startswith("density-app-")
+    assert list(demo.downloads.root.glob(f"*/{name}.scored.jsonl"))
+
+
+def test_the_apps_scored_files_are_removed_once_old_and_all_at_cleanup(monkeypatch):
+    import app
+
+    downloads = app.Downloads()
+    first = downloads.path("a.scored.jsonl")
+    first.write_text("{}\n")
+    monkeypatch.setattr(app, "DOWNLOAD_MAX_AGE_S", -1)  # every earlier file is old now
+    second = downloads.path("b.scored.jsonl")
+    assert not first.parent.exists() and second.parent.exists()
+    downloads.cleanup()
+    assert not downloads.root.exists()

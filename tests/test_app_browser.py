@@ -45,11 +45,12 @@ def capture(url: str, context: str, replies: str, expected: str, screenshot: Pat
             browser.close()
 
 
-def test_typing_and_clicking_score_shows_the_score_in_the_browser(tiny_checkpoint, tmp_path):
+def test_typing_and_clicking_score_shows_the_score_in_the_browser(tiny_checkpoint, tmp_path, monkeypatch):
     from app import build_demo
     from density_metric import DensityScorer
 
     port = free_port()
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio"))  # the uploads: not left in /tmp/gradio
     demo = build_demo(str(tiny_checkpoint))
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     try:
@@ -60,9 +61,10 @@ def test_typing_and_clicking_score_shows_the_score_in_the_browser(tiny_checkpoin
         assert (tmp_path / "app.png").stat().st_size > 10_000
     finally:
         demo.close()
+        demo.downloads.cleanup()
 
 
-def test_uploading_two_systems_shows_the_comparison_in_the_browser(tiny_checkpoint, tmp_path):
+def test_uploading_two_systems_shows_the_comparison_in_the_browser(tiny_checkpoint, tmp_path, monkeypatch):
     import json
 
     from app import build_demo
@@ -75,6 +77,7 @@ def test_uploading_two_systems_shows_the_comparison_in_the_browser(tiny_checkpoi
             "".join(json.dumps({"context": c, "response": r}) + "\n" for c, r in zip(["hi", "bye"], replies))
         )
         paths.append(str(path))
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio"))  # the uploads: not left in /tmp/gradio
     demo = build_demo(str(tiny_checkpoint))
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     try:
@@ -94,3 +97,4 @@ def test_uploading_two_systems_shows_the_comparison_in_the_browser(tiny_checkpoi
         assert (tmp_path / "compare.png").stat().st_size > 10_000
     finally:
         demo.close()
+        demo.downloads.cleanup()
