@@ -85,3 +85,57 @@ def test_bad_weights_and_different_pair_formats_are_error_lines(ends, tmp_path, 
     line = train_cli_error(["interpolate", start, tmp_path / "missing", "--weight", "0.5", "--out", tmp_path / "o"])
     assert f"end {tmp_path / 'missing'}: no {CONFIG_FILE}" in line
     assert not (tmp_path / "o").exists()
+
+
+def file_bytes(folder):
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
+
+
+@pytest.mark.parametrize("which", ["start", "end"])
+def test_an_out_that_is_one_of_the_checkpoints_is_refused_and_left_as_it_was(ends, train_cli_error, which):
+    start, end = ends
+    out = {"start": start, "end": end}[which]
+    before = file_bytes(out)
+    line = train_cli_error(["interpolate", start, end, "--weight", "0.5", "--out", out])
+    assert line.startswith(f"error: --out {out}: the checkpoint this command reads")
+    assert file_bytes(out) == before
+
+
+def test_an_out_holding_other_files_is_refused_and_they_stay(ends, tmp_path, train_cli_error):
+    start, end = ends
+    out = tmp_path / "notes"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    (out / "config.json").write_text("{}")  # a name interpolate writes, beside one it does not
+    line = train_cli_error(["interpolate", start, end, "--weight", "0.5", "--out", out])
+    assert f"--out {out} holds files this command does not write (notes.txt)" in line
+    assert file_bytes(out) == {"config.json": b"{}", "notes.txt": b"mine"}
+
+
+def test_interpolating_again_into_its_own_output_replaces_it(ends, tmp_path):
+    start, end = ends
+    main(["interpolate", str(start), str(end), "--weight", "1.0", "--out", str(tmp_path / "mid")])
+    main(["interpolate", str(start), str(end), "--weight", "0.0", "--out", str(tmp_path / "mid")])
+    np.testing.assert_array_equal(
+        load_file(str(tmp_path / "mid" / "model.safetensors"))["embeddings.word_embeddings.weight"],
+        load_file(str(start / "model.safetensors"))["embeddings.word_embeddings.weight"],
+    )
+
+
+def test_default_is_the_bundled_checkpoint_as_in_score(tmp_path):
+    from pathlib import Path
+
+    import density_metric
+
+    bundled = Path(density_metric.__file__).parent / "default"
+    main(["interpolate", "default", str(bundled), "--weight", "0.5", "--out", str(tmp_path / "mid")])
+    written, original = (
+        load_file(str(tmp_path / "mid" / "model.safetensors")),
+        load_file(str(bundled / "model.safetensors")),
+    )
+    assert written.keys() == original.keys()
+    name = "embeddings.word_embeddings.weight"
+    np.testing.assert_allclose(written[name], original[name].astype(np.float32), rtol=0, atol=1e-6)
+    assert DensityConfig.from_file(tmp_path / "mid" / CONFIG_FILE).pair_format == (
+        DensityConfig.from_file(bundled / CONFIG_FILE).pair_format
+    )

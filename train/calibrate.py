@@ -14,10 +14,19 @@ from pathlib import Path
 
 import numpy as np
 
-from density_metric.checkpoint_format import CARD_FILE, RATING_FILE, copy_checkpoint, load_checkpoint, save_rating
+from density_metric.checkpoint_format import (
+    CARD_FILE,
+    CHECKPOINT_FILES,
+    RATING_FILE,
+    copy_checkpoint,
+    load_checkpoint,
+    save_rating,
+)
 from density_metric.errors import fail
 from density_metric.inputs import as_context, as_response
 from density_metric.rating import RatingHead
+
+from .arguments import OUT_RULE, check_out, local_checkpoint_folder
 
 
 def read_ratings(path: str | Path) -> tuple[list[list[str]], list[str], np.ndarray]:
@@ -67,6 +76,7 @@ def calibrate(
     """Fit the rating head and write the calibrated checkpoint to ``out``; returns a report."""
     from density_metric import DensityScorer
 
+    check_out(Path(out), inputs=[local_checkpoint_folder(checkpoint)], writes=CHECKPOINT_FILES)
     contexts, responses, scores = read_ratings(ratings_file)
     if len(scores) < max(folds, 2):
         raise ValueError(f"{ratings_file}: {len(scores)} ratings, fewer than the {folds} cross-validation folds")
@@ -77,8 +87,7 @@ def calibrate(
     head = RatingHead.fit(distances, classifier, features, scores, folds=folds, seed=seed)
     out = Path(out)
     source = scorer.checkpoint.path
-    if out.resolve() == source.resolve():
-        raise ValueError(f"{out}: write the calibrated checkpoint to a new folder, not over {source}")
+    check_out(out, inputs=[source])  # a Hub checkpoint's folder is known only now
     copy_checkpoint(source, out, RATING_FILE)
     save_rating(out / RATING_FILE, head, scorer.stats.dim, scorer.checkpoint.head is not None)
     card = (source / CARD_FILE).read_text(encoding="utf-8") if (source / CARD_FILE).is_file() else ""
@@ -103,7 +112,7 @@ def add_calibrate_arguments(parser) -> None:
     parser.add_argument(
         "--ratings", required=True, type=Path, help="JSONL rows with context, response and score (a human rating)"
     )
-    parser.add_argument("--out", required=True, type=Path, help="folder for the calibrated checkpoint")
+    parser.add_argument("--out", required=True, type=Path, help=f"folder for the calibrated checkpoint: {OUT_RULE}")
     parser.add_argument("--folds", type=int, default=5, help="cross-validation folds that choose the penalty")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--revision", default=None, help="Hub revision of the checkpoint")

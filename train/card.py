@@ -9,6 +9,7 @@ from string import Template
 from density_metric.checkpoint_format import CheckpointError, load_checkpoint
 from density_metric.errors import fail
 
+from .arguments import checkpoint_folder
 from .model import BACKBONE_HUB_IDS
 from .selection import describe as describe_selection
 from .validation import OVERLAP_MIN
@@ -95,12 +96,21 @@ def compute_description(
     )
 
 
+def local_start(init_from: str) -> Path:
+    """The folder of the run's start, resolved as at the start of the run (``default``, a folder or a
+    Hub repo id, from the Hub cache); ``init_from`` as a path where it no longer resolves."""
+    try:
+        return checkpoint_folder(init_from, "--init-from")
+    except ValueError:
+        return Path(init_from)
+
+
 def _base_model(config) -> str:
     """The pretrained encoder under the model. A fine-tune loads its start, not ``--backbone``, so its
     base model is the start's own (the ``base_model`` of the start's card), else the start's path."""
     if not config.init_from:
         return BACKBONE_HUB_IDS.get(config.backbone, config.backbone)
-    card = Path(config.init_from) / "README.md"
+    card = local_start(config.init_from) / "README.md"
     found = re.search(r"^base_model: *(\S+) *$", card.read_text(encoding="utf-8"), re.M) if card.is_file() else None
     return found.group(1) if found else config.init_from
 
@@ -113,7 +123,7 @@ def _init_description(config) -> str:
     if not config.init_from:
         return ""
     try:
-        revision = f" at revision `{load_checkpoint(config.init_from).revision}`"
+        revision = f" at revision `{load_checkpoint(local_start(config.init_from)).revision}`"
     except CheckpointError:  # moved or deleted since the run started: say only where it was
         revision = ""
     return (

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 
 from density_metric.pair_format import PairFormat
 
+from .arguments import check_at_least
 from .density_term import (
     DEFAULT_BANK_SIZE,
     DEFAULT_COPIES,
@@ -118,9 +119,7 @@ class TrainConfig:
         smallest = {"negatives": 1, "epochs": 1, "batch_size": 1, "grad_accum": 1, "eval_batch_size": 1}
         smallest |= {"save_every": 1, "valid_fit_pairs": 2, "valid_limit": 0}  # a Gaussian needs 2 golds
         for name, least in smallest.items():
-            if getattr(self, name) < least:
-                flag = "--" + name.replace("_", "-")
-                raise ValueError(f"{flag} must be at least {least}, got {getattr(self, name)}")
+            check_at_least(flag_of(name), getattr(self, name), least)
         if self.contrastive_average not in CONTRASTIVE_AVERAGES:
             raise ValueError(
                 f"contrastive_average must be one of {CONTRASTIVE_AVERAGES}, got {self.contrastive_average!r}"

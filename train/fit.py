@@ -15,6 +15,7 @@ from safetensors.numpy import load_file, save_file
 
 from density_metric.checkpoint_format import (
     CARD_FILE,
+    CHECKPOINT_FILES,
     CONFIG_FILE,
     GAUSSIAN_FILE,
     HEAD_FILE,
@@ -33,9 +34,10 @@ from density_metric.gaussian import ESTIMATORS, GaussianAccumulator, GaussianSta
 from density_metric.repetition import RepetitionTerm
 from density_metric.repetition import check_settings as check_repetition_settings
 
+from .arguments import OUT_RULE, check_at_least, check_out, encoder_folder, local_checkpoint_folder
 from .corpora import add_corpus_arguments, load_corpus
 from .flags import add_pair_format_arguments, init_from_pair_format, pair_format_from
-from .model import BACKBONE_ALIASES, backbone_path
+from .model import BACKBONE_ALIASES
 
 logger = logging.getLogger(__name__)
 # dtypes the checkpoint's encoder weights may be written in
@@ -191,8 +193,8 @@ def _write_encoder(encoder_dir, out: Path, weights_dtype: str) -> None:
 
     if weights_dtype not in WEIGHT_DTYPES:
         raise ValueError(f"weights_dtype must be one of {WEIGHT_DTYPES}, got {weights_dtype!r}")
+    model, tokenizer = load_backbone(encoder_dir)  # before out is made: a model that does not load leaves none
     out.mkdir(parents=True, exist_ok=True)
-    model, tokenizer = load_backbone(encoder_dir)
     with quiet_transformers():
         model.to(DTYPES[weights_dtype]).save_pretrained(out, safe_serialization=True)
         tokenizer.save_pretrained(out)
@@ -254,12 +256,15 @@ def fit_command(args) -> None:
             f"so it needs --encoder minilm, not {args.encoder!r}"
         )
     try:
+        encoder = encoder_folder(args.encoder, "--encoder")
+        check_out(args.out, inputs=[Path(encoder)])
+        check_at_least("--limit", args.limit, 0)
         # an encoder folder with a density_config.json (a checkpoint, `train interpolate`'s output)
         # brings its pair format, which the flags may repeat but not contradict
-        stored = (Path(backbone_path(args.encoder)) / CONFIG_FILE).is_file()
+        stored = (Path(encoder) / CONFIG_FILE).is_file()
         config = DensityConfig(
             pair_format=pair_format_from(
-                args, init_from_pair_format(args.encoder, "--encoder") if stored else None, "--encoder"
+                args, init_from_pair_format(encoder, "--encoder") if stored else None, "--encoder"
             ),
             encoder_package=BACKBONE_ALIASES["minilm"] if args.reference_package else None,
             name=args.name,
@@ -275,7 +280,7 @@ def fit_command(args) -> None:
         fail(f"--card {args.card}: cannot read it ({err})")
     try:
         report = fit_and_write(
-            backbone_path(args.encoder),
+            encoder,
             config,
             train_pairs,
             valid_pairs,
@@ -375,7 +380,7 @@ def add_repetition_term_arguments(parser) -> None:
     parser.add_argument("checkpoint", help="'default', a checkpoint directory, or a Hub repo id")
     add_corpus_arguments(parser)
     add_repetition_arguments(parser, "--", weight=6.0)
-    parser.add_argument("--out", required=True, type=Path, help="folder for the new checkpoint")
+    parser.add_argument("--out", required=True, type=Path, help=f"folder for the new checkpoint: {OUT_RULE}")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--device", default="auto")
 
@@ -383,6 +388,8 @@ def add_repetition_term_arguments(parser) -> None:
 def repetition_term_command(args) -> None:
     """``python -m train repetition-term``: a fitted checkpoint plus the repetition term of its training corpus."""
     try:
+        check_out(args.out, inputs=[local_checkpoint_folder(args.checkpoint)], writes=CHECKPOINT_FILES)
+        check_at_least("--limit", args.limit, 0)
         train_pairs, valid_pairs = load_corpus(args)
         report = add_repetition_term(
             args.checkpoint,

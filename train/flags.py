@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import fields
-from pathlib import Path
 
 from density_metric.pair_format import LAYOUTS, POOLINGS, PairFormat
 
+from .arguments import checkpoint_folder
 from .config import TrainConfig, flag_of
 from .density_term import (
     DEFAULT_BANK_SIZE,
@@ -44,12 +44,13 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 
 
 def init_from_pair_format(directory: str, flag: str = "--init-from") -> PairFormat:
-    """The pair format of the DEnsity checkpoint ``directory`` (given as ``flag``; ``default``: the
-    bundled release), which the run must keep; a ValueError names the folder or file."""
+    """The pair format of the DEnsity checkpoint ``directory`` (given as ``flag``; ``default``, a folder
+    or a Hub repo id, as :func:`train.arguments.checkpoint_folder` resolves it), which the run must keep; a
+    ValueError names the folder or file."""
     from density_metric.checkpoint_format import CONFIG_FILE, DensityConfig
     from density_metric.errors import CheckpointError
 
-    path = Path(directory) / CONFIG_FILE
+    path = checkpoint_folder(directory, flag) / CONFIG_FILE
     if not path.is_file():
         raise ValueError(f"{flag} {directory}: no {CONFIG_FILE}; give a DEnsity checkpoint folder")
     try:
@@ -251,8 +252,8 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
         "--init-from",
         default="",
         metavar="CHECKPOINT",
-        help="start from a DEnsity checkpoint folder's encoder, head and pair format (pair-format flags that "
-        "contradict it are refused), e.g. density_metric/default, the bundled release",
+        help="start from a DEnsity checkpoint's encoder, head and pair format (pair-format flags that "
+        "contradict it are refused): 'default' (the bundled release), a folder or a Hub repo id",
     )
     density.add_argument(
         "--no-dropout", dest="dropout", action="store_false", help="turn every dropout off (default: the backbone's)"

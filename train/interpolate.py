@@ -24,16 +24,21 @@ import torch
 from density_metric.checkpoint_format import CONFIG_FILE, HEAD_FILE, DensityConfig, load_head, save_head
 from density_metric.errors import fail
 
+from .arguments import ENCODER_FOLDER_FILES, OUT_RULE, check_out, checkpoint_folder
 from .flags import init_from_pair_format
 
 
-def interpolate(start: Path, end: Path, weight: float, out: Path) -> dict:
-    """Write theta(weight) of the checkpoints ``start`` and ``end`` to ``out``; a ValueError names the problem."""
+def interpolate(start: str | Path, end: str | Path, weight: float, out: Path) -> dict:
+    """Write theta(weight) of the checkpoints ``start`` and ``end`` (``default``, a folder or a Hub repo id)
+    to ``out``; a ValueError names the problem."""
     from density_metric.backbone import load_backbone, quiet_transformers
 
     if not 0.0 <= weight <= 1.0:
         raise ValueError(f"--weight must be in [0, 1] (0: the start, 1: the end), got {weight}")
-    start, end = Path(start), Path(end)
+    out = Path(out)
+    check_out(out)
+    start, end = checkpoint_folder(start, "start"), checkpoint_folder(end, "end")
+    check_out(out, inputs=[start, end], writes=ENCODER_FOLDER_FILES)
     formats = {path: init_from_pair_format(str(path), flag) for path, flag in ((start, "start"), (end, "end"))}
     if formats[start] != formats[end]:
         raise ValueError(
@@ -60,7 +65,6 @@ def interpolate(start: Path, end: Path, weight: float, out: Path) -> dict:
     if any(head is None for head in heads):
         raise ValueError(f"{start if heads[0] is None else end}: no {HEAD_FILE}; give DEnsity checkpoints")
     (w0, b0), (w1, b1) = heads
-    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     with quiet_transformers():
         model.save_pretrained(out, safe_serialization=True)
@@ -75,11 +79,14 @@ def interpolate(start: Path, end: Path, weight: float, out: Path) -> dict:
 def add_interpolate_arguments(parser) -> None:
     """The flags of ``python -m train interpolate``."""
     parser.add_argument(
-        "start", type=Path, help="DEnsity checkpoint folder at --weight 0 (e.g. the model fine-tuned from)"
+        "start",
+        help="DEnsity checkpoint at --weight 0 (e.g. the model fine-tuned from): 'default', a folder or a Hub repo id",
     )
-    parser.add_argument("end", type=Path, help="DEnsity checkpoint folder at --weight 1 (e.g. the fine-tuned model)")
+    parser.add_argument("end", help="DEnsity checkpoint at --weight 1 (e.g. the fine-tuned model), as start")
     parser.add_argument("--weight", type=float, required=True, help="w in (1 - w) * start + w * end")
-    parser.add_argument("--out", type=Path, required=True, help="encoder folder to write (no Gaussian: fit it next)")
+    parser.add_argument(
+        "--out", type=Path, required=True, help=f"encoder folder to write (no Gaussian: fit it next): {OUT_RULE}"
+    )
 
 
 def interpolate_command(args) -> None:

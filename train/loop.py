@@ -36,6 +36,7 @@ from tqdm.auto import tqdm
 from density_metric.features import cpu_has_native_bf16
 from density_metric.pair_format import join_context
 
+from .arguments import checkpoint_folder, encoder_folder
 from .config import TrainConfig, check_resumable
 from .data import SelectionData, epoch_batches, epoch_negatives
 from .density_term import BANK_FILE, DensityTerm, draw_copies, start_density_term
@@ -90,8 +91,7 @@ class Trainer(Evaluation):
             valid = valid.select(range(min(config.valid_limit, len(valid))))
         self.config, self.train_data, self.valid_data, self.out_dir = config, train, valid, Path(out_dir)
         self.accelerator = accelerator or Accelerator(mixed_precision=resolve_mixed_precision(config.mixed_precision))
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        state_dir = recover_state(self.out_dir)
+        state_dir = recover_state(self.out_dir)  # out_dir itself is made last, once every check passed
         saved = read_trainer_state(state_dir) if (state_dir / STATE_FILE).is_file() else None
         self.data_summary = data_summary(train, valid)
         if saved is not None:
@@ -99,10 +99,15 @@ class Trainer(Evaluation):
             check_same_data(saved, self.data_summary, str(state_dir / STATE_FILE))
         resume = saved is not None
         torch.manual_seed(config.seed)
-        start = config.init_from or config.backbone
-        model, self.tokenizer = DensityModel.load(
-            state_dir if resume else start, config.pair_format, config.feature_only_last_layer
-        )
+        flag = "--init-from" if config.init_from else "--backbone"
+        start = checkpoint_folder(config.init_from, flag) if config.init_from else encoder_folder(config.backbone, flag)
+        try:
+            model, self.tokenizer = DensityModel.load(
+                state_dir if resume else start, config.pair_format, config.feature_only_last_layer
+            )
+        except OSError as err:  # a Hub id that cannot be fetched, a folder without the model's files
+            where = state_dir if resume else f"{flag} {start}"
+            raise ValueError(f"{where}: cannot load the model ({str(err).splitlines()[0]})") from None
         if config.attention_dropout is not None:
             set_attention_dropout(model.encoder, config.attention_dropout)
         if not config.dropout:
@@ -164,6 +169,7 @@ class Trainer(Evaluation):
             )
         if resume:  # last, since loading the density term's anchor draws from the RNG (its head's init)
             torch.set_rng_state(load_file(str(state_dir / "rng.safetensors"))[f"rank{self.accelerator.process_index}"])
+        self.out_dir.mkdir(parents=True, exist_ok=True)
 
     @torch.no_grad()
     def _gold_features(self, rows) -> np.ndarray:

@@ -72,6 +72,7 @@ import numpy as np
 
 from density_metric.errors import fail
 
+from .arguments import check_at_least, check_out
 from .corpora import add_corpus_arguments, load_corpus
 from .data import SelectionData, normalise
 
@@ -380,13 +381,16 @@ def add_retrieval_index_arguments(parser) -> None:
 def retrieval_index_command(args) -> None:
     """Embed a split's unique utterances and write their nearest neighbours (train/retrieval.py)."""
     started = time.perf_counter()
+    out = args.out or split_path(CACHE_DIR / f"retrieval-{args.corpus}.safetensors", args.split)
     try:
+        check_out(out, file=True)
+        check_at_least("--k", args.k, 1)
+        check_at_least("--limit", args.limit, 0)
         train_pairs, valid_pairs = load_corpus(args)
     except ValueError as err:
         fail(str(err))
     contexts, responses = (train_pairs if args.split == "train" else valid_pairs)[:2]
     pool = SelectionData.from_pairs(contexts, responses).pool
-    out = args.out or split_path(CACHE_DIR / f"retrieval-{args.corpus}.safetensors", args.split)
     index = RetrievalIndex.build(
         pool,
         k=args.k,

@@ -19,6 +19,7 @@ from density_metric.errors import fail
 from density_metric.features import machine_description
 from density_metric.gaussian import ESTIMATORS
 
+from .arguments import check_at_least, check_out, encoder_folder
 from .card import card_fields, check_template, compute_description, render_card
 from .corpora import add_corpus_arguments, load_corpus
 from .data import SelectionData
@@ -88,9 +89,17 @@ def train_command(args) -> None:
     """``python -m train train``: train (or resume) the run in ``--out``, then write its checkpoint."""
     from .loop import Trainer
 
+    try:
+        check_out(args.out)
+        check_at_least("--limit", args.limit, 0)
+        check_at_least("--max-minutes", args.max_minutes, 0)
+    except ValueError as err:
+        fail(str(err))
     check_template()
     try:
         config = config_from_args(args)
+        if not config.init_from:
+            encoder_folder(config.backbone, "--backbone")  # a missing folder before the corpus is read
         dev = load_dev_judgments(args.dev_judgments) if args.dev_judgments else None
         train_data, valid_data = load_corpus(args, with_dialogues=True)
         trainer = Trainer(

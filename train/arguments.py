@@ -1,0 +1,130 @@
+"""What every ``python -m train`` command checks of its arguments before any work, one rule for all:
+where it reads a model, where it writes, and its counts (:func:`check_at_least`).
+
+Reading. A checkpoint argument (``train --init-from``, ``interpolate``'s START and END, ``calibrate``,
+``repetition-term``) is what ``density-metric score`` takes, resolved as
+:func:`density_metric.checkpoint_sources.resolve_checkpoint` resolves it: ``default`` (the bundled
+release), a folder, or a Hub model repo id. An encoder argument (``train --backbone``, ``fit
+--encoder``) is a folder, a Hub id, ``minilm`` or ``default`` (the bundled release's folder).
+
+Writing. :func:`check_out` refuses, before any work, an ``--out`` that is a file or lies below one,
+the folder of a checkpoint the command reads, and (for the commands that write a checkpoint folder
+from others: ``interpolate``, ``calibrate``, ``repetition-term``) a non-empty folder holding anything
+but the files the command writes: a command never writes over a file that is not its own kind of
+output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+from density_metric.checkpoint_format import CARD_FILE, CHECKPOINT_FILES, GAUSSIAN_FILE, RATING_FILE
+from density_metric.checkpoint_sources import BUNDLED_DIR, resolve_checkpoint
+
+from .model import BACKBONE_ALIASES, backbone_path
+
+# The words of a refused non-empty --out, for the error and the commands' --help.
+OUT_RULE = (
+    "a new or empty folder, or one holding only files this command writes (its earlier output, which is "
+    "replaced); never the folder of a checkpoint it reads"
+)
+
+
+def check_at_least(flag: str, value: float, least: float) -> None:
+    """The one check of a count or amount flag (the recipe's in :mod:`train.config`, ``--limit``, ``--max-minutes``,
+    ``retrieval-index --k``): a ValueError naming ``flag`` unless ``value`` >= ``least`` (NaN too)."""
+    if not value >= least:
+        raise ValueError(f"{flag} must be at least {least}, got {value}")
+
+
+def _is_repo_id(value: str) -> bool:
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(value)
+    except HFValidationError:
+        return False
+    return True
+
+
+def local_checkpoint_folder(value: str | Path) -> Path | None:
+    """The folder of the checkpoint argument ``value`` when it needs no download: the bundled release
+    for ``default``, else ``value`` itself if it is a folder; ``None`` for a Hub repo id."""
+    if str(value) == "default":
+        return BUNDLED_DIR
+    path = Path(value)
+    return path if path.is_dir() or not _is_repo_id(str(value)) else None
+
+
+def checkpoint_folder(value: str | Path, flag: str) -> Path:
+    """The folder of the checkpoint argument ``value`` (given as ``flag``), resolved as ``score`` and
+    ``calibrate`` resolve theirs: ``default``, a folder, or a Hub repo id (downloaded, or read from the
+    Hub cache); a ValueError names ``flag``. A folder is not checked here: the caller reads what it needs."""
+    folder = local_checkpoint_folder(value)
+    if folder is not None:
+        return folder
+    try:
+        return resolve_checkpoint(str(value)).path
+    except ValueError as err:  # CheckpointError is a ValueError
+        raise ValueError(f"{flag} {value}: {err}") from None
+
+
+def encoder_folder(value: str, flag: str) -> str:
+    """The encoder argument ``value`` (given as ``flag``) as the loader takes it: ``minilm`` is the
+    installed all-MiniLM-L6-v2, ``default`` the bundled release's folder, else a folder or a Hub id. A
+    ValueError names ``flag`` for a value that is neither an existing folder nor a Hub id (a missing
+    path, or a file), before anything is read or written."""
+    if value == "default":
+        return str(BUNDLED_DIR)
+    if value in BACKBONE_ALIASES:
+        return backbone_path(value)
+    path = Path(value).expanduser()
+    if path.is_dir():
+        return value
+    if path.exists():
+        raise ValueError(f"{flag} {value}: a file, not a model folder or a Hub id")
+    if not _is_repo_id(value):
+        raise ValueError(f"{flag} {value}: no such folder (and not a Hub id)")
+    return value
+
+
+def check_out(
+    out: Path,
+    *,
+    inputs: Sequence[Path | None] = (),
+    writes: Collection[str] | None = None,
+    file: bool = False,
+    flag: str = "--out",
+) -> None:
+    """Refuse the output ``out`` of a command before any work, with a ValueError naming ``flag``.
+
+    ``out`` is a folder (``file``: a file, such as a retrieval index): it must not be a file (a folder),
+    nor lie below a file. It must not be the folder of one of ``inputs`` (checkpoint folders the command
+    reads; ``None``: one that is not local). With ``writes`` (the file names the command writes), a
+    non-empty folder must hold nothing else.
+    """
+    out = Path(out)
+    if file and out.is_dir():
+        raise ValueError(f"{flag} {out}: a folder; give the file to write")
+    if not file and out.exists() and not out.is_dir():
+        raise ValueError(f"{flag} {out}: a file, not a folder")
+    above = next((parent for parent in out.absolute().parents if parent.exists()), None)
+    if above is not None and not above.is_dir():
+        raise ValueError(f"{flag} {out}: {above} is a file, not a folder")
+    for source in inputs:
+        if source is not None and out.resolve() == Path(source).resolve():
+            raise ValueError(f"{flag} {out}: the checkpoint this command reads; write to a new folder")
+    if writes is not None and out.is_dir():
+        others = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in out.iterdir())
+        others = [name for name in others if name not in writes]
+        if others:
+            raise ValueError(
+                f"{flag} {out} holds files this command does not write ({', '.join(others[:3])}"
+                f"{', ...' if len(others) > 3 else ''}); give {OUT_RULE}"
+            )
+
+
+# What ``interpolate`` writes: an encoder folder with its head and pair format, no Gaussian, card or rating.
+ENCODER_FOLDER_FILES = tuple(name for name in CHECKPOINT_FILES if name not in (GAUSSIAN_FILE, RATING_FILE, CARD_FILE))
