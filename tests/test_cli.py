@@ -469,3 +469,19 @@ def test_usage_lines_name_the_command_as_it_was_typed(command, usage):
         pytest.skip("the density-metric console script is not installed")
     run = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and run.stderr.startswith(usage), run.stderr
+
+
+def test_on_error_skip_keeps_every_value_of_a_csv_row_with_too_many(tiny_checkpoint, tmp_path):
+    (tmp_path / "in.csv").write_text("id,context,response\n1,hi,fine\n2,hi,fine,extra,more\n", encoding="utf-8")
+    assert run(tiny_checkpoint, tmp_path / "in.csv", "-o", tmp_path / "out.csv", "--on-error", "skip") == 0
+    with open(tmp_path / "out.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert rows[1]["line"] == "2,hi,fine,extra,more" and rows[1]["density_error"] == "line 3: 5 values for 3 columns"
+    assert rows[0]["density"] and not rows[1]["density"]
+
+
+def test_a_csv_header_that_names_a_column_twice_is_one_error_line(tiny_checkpoint, tmp_path, capsys):
+    (tmp_path / "in.csv").write_text("context,response,response\nhi,fine,other\n", encoding="utf-8")
+    message = error_line(capsys, run, tiny_checkpoint, tmp_path / "in.csv", "-o", tmp_path / "out.jsonl")
+    assert message.startswith("error: ") and "the header names column 'response' twice" in message
+    assert not (tmp_path / "out.jsonl").exists()
