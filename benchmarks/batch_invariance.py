@@ -24,6 +24,8 @@ from density_metric import DensityScorer
 from density_metric.features import machine_description
 from train.corpora import load_dailydialog, response_pairs
 
+from .command_line import check_checkpoint, check_counts, check_dailydialog, check_output
+
 
 def relative_differences(scorer: DensityScorer, contexts, responses) -> dict[str, float]:
     """Largest |s - s_ref| / |s_ref| of each way of batching against one call at the scorer's batch size."""
@@ -42,17 +44,21 @@ def relative_differences(scorer: DensityScorer, contexts, responses) -> dict[str
     return {name: float(np.max(np.abs(scores - reference) / np.abs(reference))) for name, scores in ways.items()}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.batch_invariance", description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", default=None, help="default: the bundled checkpoint")
     parser.add_argument(
         "--data-dir", default="../shared/data", help="folder with dailydialog/ (default: ../shared/data)"
     )
     parser.add_argument("--pairs", type=int, default=1000)
     parser.add_argument("--json", type=Path, help="also write the report here")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    check_counts(parser, args, "--pairs")
+    check_output(parser, "--json", args.json)
+    dailydialog = check_dailydialog(parser, args.data_dir, "test")
+    check_checkpoint(parser, args.checkpoint)
 
-    contexts, responses = response_pairs(load_dailydialog(Path(args.data_dir) / "dailydialog", "test"))
+    contexts, responses = response_pairs(load_dailydialog(dailydialog, "test"))
     pick = np.random.default_rng(0).choice(len(responses), size=min(args.pairs, len(responses)), replace=False)
     contexts, responses = [contexts[i] for i in pick], [responses[i] for i in pick]
     report = {"pairs": len(responses), "machine": machine_description("cpu"), "dtypes": {}}

@@ -24,6 +24,8 @@ import numpy as np
 from density_metric import compare
 from density_metric.significance import DEFAULT_SEED
 
+from .command_line import check_counts, check_output
+
 
 def loop_compare(scores: np.ndarray, resamples: int, trials: int, seed: int) -> dict[str, list[float]]:
     """p-values (both tests) and 95 % intervals, one resample and one trial at a time; scores: (n, s)."""
@@ -66,6 +68,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    check_counts(parser, args, "--rows", "--resamples", "--trials", "--repeats")
+    check_counts(parser, args, "--systems", least=2)  # compare() takes pairs of systems
+    check_output(parser, "--out", args.out)
 
     rng = np.random.default_rng(0)
     base = rng.normal(size=args.rows)

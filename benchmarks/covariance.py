@@ -20,8 +20,9 @@ from scipy.stats import mannwhitneyu, spearmanr
 from density_metric import DensityScorer
 from density_metric.gaussian import ESTIMATORS, GaussianAccumulator, mahalanobis, precision_matrix, shrunk_covariance
 from train.corpora import load_dailydialog, response_pairs
-from train.judgments import apply_protocol, context_of, load_sets
+from train.judgments import apply_protocol, context_of
 
+from .command_line import add_dtype_argument, check_checkpoint, check_counts, check_dailydialog, check_sets
 from .probes import make_probes
 
 
@@ -35,21 +36,23 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--train-pairs", type=int, default=20000)
     parser.add_argument("--valid-cases", type=int, default=1000)
-    parser.add_argument("--dtype", default="auto")
+    add_dtype_argument(parser)
     args = parser.parse_args(argv)
+    check_counts(parser, args, "--train-pairs", least=2)  # a covariance needs two
+    check_counts(parser, args, "--valid-cases")
+    dailydialog = check_dailydialog(parser, args.data_dir, "train", "validation")
+    [zhao] = check_sets(parser, args.data_dir, ["dailydialog_zhao"])
+    check_checkpoint(parser, args.checkpoint)
     scorer = DensityScorer(args.checkpoint, dtype=args.dtype)
-    contexts, responses = response_pairs(load_dailydialog(f"{args.data_dir}/dailydialog", "train"))
+    contexts, responses = response_pairs(load_dailydialog(dailydialog, "train"))
     pick = np.random.default_rng(0).choice(len(responses), size=min(args.train_pairs, len(responses)), replace=False)
     accumulator = GaussianAccumulator(scorer.stats.dim)
     accumulator.update(scorer.features([contexts[i] for i in pick], [responses[i] for i in pick]))
 
-    cases = make_probes(
-        list(load_dailydialog(f"{args.data_dir}/dailydialog", "validation")["turns"]), args.valid_cases, 0
-    )
+    cases = make_probes(list(load_dailydialog(dailydialog, "validation")["turns"]), args.valid_cases, 0)
     case_contexts = [case["context"] for case in cases]
     gold = scorer.features(case_contexts, [case["gold"] for case in cases])
     random_ = scorer.features(case_contexts, [case["random"] for case in cases])
-    [zhao] = load_sets(args.data_dir, ["dailydialog_zhao"])
     index, human = apply_protocol(zhao, "paper")
     zhao_features = scorer.features(
         [context_of(zhao.rows[i], False) for i in index], [zhao.rows[i]["response"] for i in index]

@@ -17,8 +17,9 @@ import json
 import tempfile
 from pathlib import Path
 
-from train.judgments import apply_protocol, context_of, load_sets
+from train.judgments import apply_protocol, context_of
 
+from .command_line import check_checkpoint, check_counts, check_out_folder, check_sets
 from .human_correlation import correlation
 from .sets import PUBLISHED
 
@@ -33,11 +34,14 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    check_counts(parser, args, "--folds", least=2)  # cross-validation needs two
+    check_out_folder(parser, "--out", args.out)
+    [judgments] = check_sets(parser, args.data_dir, [SET])
+    check_checkpoint(parser, args.checkpoint)
 
     from density_metric import DensityScorer
     from train.calibrate import calibrate
 
-    [judgments] = load_sets(args.data_dir, [SET])
     dev, dev_ratings = apply_protocol(judgments, "dev")
     test, test_ratings = apply_protocol(judgments, "paper")
     rows = judgments.rows

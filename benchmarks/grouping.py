@@ -24,6 +24,7 @@ from density_metric import DensityScorer
 from density_metric.features import machine_description
 from train.corpora import load_dailydialog, response_pairs
 
+from .command_line import check_checkpoint, check_counts, check_dailydialog, check_output
 from .speed import timed_interleaved
 
 
@@ -94,8 +95,12 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=1, help="rounds over both methods; each one's best run counts")
     parser.add_argument("--json", default=None, help="also write the results here")
     args = parser.parse_args(argv)
+    check_counts(parser, args, "--contexts", "--batch-size", "--repeats")
+    check_output(parser, "--json", args.json)
+    dailydialog = check_dailydialog(parser, args.data_dir, "test")
+    check_checkpoint(parser, args.checkpoint)
 
-    contexts, responses = response_pairs(load_dailydialog(Path(args.data_dir) / "dailydialog", "test"))
+    contexts, responses = response_pairs(load_dailydialog(dailydialog, "test"))
     pick = np.random.default_rng(0).choice(len(responses), size=min(args.contexts, len(responses)), replace=False)
     contexts, responses = [contexts[i] for i in pick], [responses[i] for i in pick]
     scorer = DensityScorer(args.checkpoint, device="cpu", dtype="float32", batch_size=args.batch_size, progress=False)

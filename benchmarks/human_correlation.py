@@ -23,9 +23,17 @@ from scipy.stats import pearsonr, spearmanr
 
 from density_metric import DensityScorer
 from train.corpora import load_dailydialog
-from train.judgments import PROTOCOLS, JudgmentSet, apply_protocol, context_of, has_protocol, load_named_sets
+from train.judgments import PROTOCOLS, JudgmentSet, apply_protocol, context_of, has_protocol
 
 from .baselines import WEIGHTS_ROOT, available_columns
+from .command_line import (
+    add_dtype_argument,
+    check_checkpoint,
+    check_counts,
+    check_dailydialog,
+    check_out_folder,
+    check_sets,
+)
 from .probes import PROBES, make_probes
 from .sets import PAPER_DENSITY, PUBLISHED
 
@@ -314,9 +322,16 @@ def add_scoring_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-baselines", action="store_true", help="leave out BERT-RUBER, MaUde and Zhao et al.")
     parser.add_argument("--no-facts", action="store_true", help="do not put persona/fact lines in front of contexts")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--dtype", default="auto")
+    add_dtype_argument(parser)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--out", type=Path, required=True)
+
+
+def check_scoring_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The checks of :func:`add_scoring_arguments`' options, but the checkpoint's (the last check, it reads files)
+    and --data-dir's (what each script reads there differs)."""
+    check_counts(parser, args, "--batch-size")
+    check_out_folder(parser, "--out", args.out)
 
 
 def main(argv=None) -> None:
@@ -341,15 +356,15 @@ def main(argv=None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     logging.getLogger("absl").setLevel(logging.WARNING)  # rouge-score logs every scorer it builds
     started = time.perf_counter()
-    try:  # before anything is scored: the sets, and the DailyDialog splits of the probes and the histogram
-        sets = load_named_sets(args.data_dir, args.sets)
-        for split in ("test", "validation"):
-            if not (Path(args.data_dir) / "dailydialog" / f"dialogues_{split}.txt").is_file():
-                raise ValueError(
-                    f"--data-dir {args.data_dir}: no dailydialog/dialogues_{split}.txt (the probes need it)"
-                )
-    except ValueError as err:
-        parser.error(str(err))
+    check_scoring_arguments(parser, args)
+    check_counts(parser, args, "--probes", "--histogram-pairs")
+    check_counts(parser, args, "--limit", least=0)
+    sets = check_sets(parser, args.data_dir, args.sets)
+    # the DailyDialog splits of the probes and the histogram
+    check_dailydialog(parser, args.data_dir, "test", "validation", why="the probes need it")
+    check_checkpoint(parser, args.checkpoint, args.revision)
+    if args.untuned_checkpoint:
+        check_checkpoint(parser, args.untuned_checkpoint, flag="--untuned-checkpoint")
     args.out.mkdir(parents=True, exist_ok=True)
 
     def load(checkpoint, revision=None):

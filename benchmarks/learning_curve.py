@@ -18,6 +18,8 @@ from pathlib import Path
 
 from train.run_log import evaluations, read_log
 
+from .command_line import check_counts, check_output
+
 
 def read_evaluations(log: Path) -> list[dict]:
     """The run's evaluations in step order, one per step (the last logged for a step that was repeated)."""
@@ -79,7 +81,7 @@ def plot(evaluations: list[dict], contexts_per_step: int, kind: str, path: Path,
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.learning_curve", description=__doc__.split("\n\n")[0])
     parser.add_argument("log", type=Path, help="the run's log.jsonl")
     parser.add_argument(
         "--contexts-per-step", type=int, required=True, help="contexts per optimizer step (batch size x grad-accum)"
@@ -88,9 +90,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--title", default="")
     parser.add_argument("--out", type=Path, required=True, help="the figure (.png)")
     args = parser.parse_args(argv)
-    if args.contexts_per_step < 1:
-        parser.error(f"--contexts-per-step must be at least 1, got {args.contexts_per_step}")
-    evaluations = read_evaluations(args.log)
+    check_counts(parser, args, "--contexts-per-step")
+    check_output(parser, "--out", args.out, makes_folder=True)
+    if not args.log.is_file():
+        parser.error(f"{args.log}: no such file")
+    try:
+        evaluations = read_evaluations(args.log)
+    except (ValueError, OSError) as err:  # a damaged or unreadable log, or one without evaluations
+        parser.error(str(err))
+    kinds = sorted({key.split("/")[-1] for record in evaluations for key in record if key.startswith("auc_")})
+    if kinds and args.kind not in kinds:  # a log without AUCs draws the panel as "not logged"
+        parser.error(f"--kind {args.kind!r} is not in the log (its kinds: {', '.join(kinds)})")
     plot(evaluations, args.contexts_per_step, args.kind, args.out, args.title)
     print(f"{args.out}: {len(evaluations)} evaluations, last at step {evaluations[-1]['step']}")
 

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from train.run_log import evaluations, read_log
 
+from .command_line import check_files, check_output
+
 # Validation kinds that no probe copies (the tie-break of results/pilots/PROTOCOL.md).
 NON_PROBE_KINDS = ("random", "same-dialogue", "drop", "shuffle", "retrieved")
 # Copies of the context and of the gold's words: the rule of results/pilots/parrot/PLAN.md.
@@ -121,7 +123,13 @@ def main(argv=None) -> None:
     parser.add_argument("--title", default="Pilot")
     parser.add_argument("--out", type=Path, default=None, help="default: ROOT/table.md")
     args = parser.parse_args(argv)
-    text = markdown({arm: read_arm(args.root / arm) for arm in args.arms}, args.title)
+    check_output(parser, "--out", args.out)
+    check_files(parser, "ROOT", args.root, [f"{arm}/log.jsonl" for arm in args.arms])
+    try:
+        arms = {arm: read_arm(args.root / arm) for arm in args.arms}
+    except ValueError as err:  # a damaged log, or one without train and eval records
+        parser.error(str(err))
+    text = markdown(arms, args.title)
     (args.out or args.root / "table.md").write_text(text, encoding="utf-8")
     print(text)
 

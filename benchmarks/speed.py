@@ -16,7 +16,6 @@ import argparse
 import functools
 import json
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -26,6 +25,8 @@ from density_metric.backbone import load_backbone
 from density_metric.features import machine_description
 from density_metric.pair_format import join_context
 from train.corpora import load_dailydialog, response_pairs
+
+from .command_line import check_checkpoint, check_counts, check_dailydialog, check_output
 
 
 def plain_model(scorer: DensityScorer):
@@ -138,8 +139,17 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--rank-contexts", type=int, default=50)
     args = parser.parse_args(argv)
+    check_counts(parser, args, "--pairs", "--naive-pairs", "--batch-size", "--repeats", "--rank-contexts")
+    check_counts(parser, args, "--rank", least=0)
+    if args.rank > args.pairs:  # each context's candidates are drawn without replacement from the pairs' replies
+        parser.error(f"--rank {args.rank}: more candidates than the {args.pairs} --pairs")
+    if args.peak_tflops <= 0:
+        parser.error(f"--peak-tflops must be positive, got {args.peak_tflops}")
+    check_output(parser, "--json", args.json)
+    dailydialog = check_dailydialog(parser, args.data_dir, "test")
+    check_checkpoint(parser, args.checkpoint)
 
-    contexts, responses = response_pairs(load_dailydialog(Path(args.data_dir) / "dailydialog", "test"))
+    contexts, responses = response_pairs(load_dailydialog(dailydialog, "test"))
     pick = np.random.default_rng(0).choice(len(responses), size=min(args.pairs, len(responses)), replace=False)
     contexts, responses = [contexts[i] for i in pick], [responses[i] for i in pick]
     naive_n = args.naive_pairs or len(responses)

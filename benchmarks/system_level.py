@@ -33,10 +33,11 @@ import time
 import numpy as np
 
 from density_metric import DensityScorer
-from train.judgments import JudgmentSet, apply_protocol, has_protocol, load_named_sets
+from train.judgments import JudgmentSet, apply_protocol, has_protocol
 
 from .baselines import available_columns
-from .human_correlation import ModelColumns, add_scoring_arguments, evaluate_turn_set
+from .command_line import check_checkpoint, check_counts, check_sets
+from .human_correlation import ModelColumns, add_scoring_arguments, check_scoring_arguments, evaluate_turn_set
 
 MIN_SYSTEMS = 3
 STATISTICS = ("kendall_tau", "pearson", "pairwise_accuracy")
@@ -211,10 +212,10 @@ def main(argv=None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     logging.getLogger("absl").setLevel(logging.WARNING)
     started = time.perf_counter()
-    try:
-        sets = load_named_sets(args.data_dir, args.sets)
-    except ValueError as err:
-        parser.error(str(err))
+    check_scoring_arguments(parser, args)
+    check_counts(parser, args, "--resamples")
+    sets = check_sets(parser, args.data_dir, args.sets)
+    check_checkpoint(parser, args.checkpoint, args.revision)
     args.out.mkdir(parents=True, exist_ok=True)
 
     scorer = DensityScorer(args.checkpoint, args.revision, dtype=args.dtype, batch_size=args.batch_size)

@@ -28,6 +28,8 @@ from train.corpora import load_dailydialog, response_pairs
 from train.data import SelectionData, epoch_batches, epoch_negatives
 from train.loop import Trainer
 
+from .command_line import check_counts, check_dailydialog, check_output
+
 ARMS = {
     "paper, full last layer": dict(layout="paper", feature_only_last_layer=False),
     "paper, feature-only last layer": dict(layout="paper"),
@@ -67,7 +69,8 @@ def time_steps(trainer: Trainer, negatives, steps: int, micro: int) -> float:
             part = rows[start : start + micro]
             contexts = [trainer.train_data.contexts[i] for i in part]
             candidates = [[trainer.train_data.responses[i], *negatives[i]] for i in part]
-            loss, _, _ = trainer._micro_batch_loss(contexts, candidates, [["random"] * len(negatives[i]) for i in part])
+            kinds = [["random"] * len(negatives[i]) for i in part]
+            loss = trainer._micro_batch_loss(contexts, candidates, kinds)[0]  # then its parts and the golds
             trainer.accelerator.backward(loss * len(part) / len(rows))
         trainer.optimizer.step()
         trainer.optimizer.zero_grad()
@@ -79,8 +82,8 @@ def time_steps(trainer: Trainer, negatives, steps: int, micro: int) -> float:
     return (time.perf_counter() - started) / steps
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.train_speed", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--data-dir", default="../shared/data", help="folder with dailydialog/ (default: ../shared/data)"
     )
@@ -102,11 +105,27 @@ def main() -> None:
         choices=("auto", "no", "bf16"),
         help="as train's flag: 'no' pins float32, as the pilots do (default: auto)",
     )
-    parser.add_argument("--arms", nargs="*", default=list(ARMS), help=f"default: all of {list(ARMS)}")
+    parser.add_argument(
+        "--arms", nargs="+", default=list(ARMS), choices=list(ARMS), metavar="ARM", help=f"default: all of {list(ARMS)}"
+    )
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    check_counts(parser, args, "--train-pairs", "--steps", "--rounds", "--max-length", "--max-response-length")
+    check_counts(parser, args, "--micro-batch")
+    if args.train_pairs // 16 < args.steps + 1:  # epoch_batches drops the last partial batch
+        parser.error(
+            f"--train-pairs {args.train_pairs} makes {args.train_pairs // 16} steps of 16 contexts; "
+            f"--steps {args.steps} needs {args.steps + 1} (one warm-up step)"
+        )
+    for layout in sorted({ARMS[name]["layout"] for name in args.arms}):
+        try:
+            PairFormat(max_length=args.max_length, max_response_length=args.max_response_length, layout=layout)
+        except ValueError as err:
+            parser.error(str(err))
+    check_output(parser, "--json", args.json)
+    dailydialog = check_dailydialog(parser, args.data_dir, "train")
 
-    contexts, responses = response_pairs(load_dailydialog(Path(args.data_dir) / "dailydialog", "train"))
+    contexts, responses = response_pairs(load_dailydialog(dailydialog, "train"))
     sample = np.sort(np.random.default_rng(0).permutation(len(contexts))[: args.train_pairs])
     train = SelectionData.from_pairs([contexts[i] for i in sample], [responses[i] for i in sample])
     valid = SelectionData.from_pairs(contexts[:64], responses[:64])

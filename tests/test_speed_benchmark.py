@@ -34,3 +34,26 @@ def test_grouping_benchmark_scores_the_same_pairs_and_reads_each_context_once(ti
     )
     assert report["alone_tokens"] == sum(len(row.ids) for row in per_pair)
     assert report["grouped_tokens"] == sum(len(row.ids) for row in per_context) < report["alone_tokens"]
+
+
+def test_train_speed_times_the_optimizer_steps_of_a_trainer(backbone, tmp_path):
+    # time_steps unpacked three values from Trainer._micro_batch_loss, which returns six since the density term:
+    # every arm of python -m benchmarks.train_speed stopped with a ValueError.
+    import math
+
+    from benchmarks.train_speed import time_steps
+    from density_metric.pair_format import PairFormat
+    from train.config import TrainConfig
+    from train.data import SelectionData, epoch_negatives
+    from train.loop import Trainer
+
+    train = SelectionData.from_pairs(*synthetic_pairs(40, seed=0))
+    config = TrainConfig(
+        backbone=str(backbone),
+        negatives=15,
+        batch_size=4,
+        pair_format=PairFormat(max_length=48, max_response_length=16),
+    )
+    trainer = Trainer(config, train, train, tmp_path)
+    seconds = time_steps(trainer, epoch_negatives(train, 15, 42, 0, False), steps=1, micro=2)
+    assert math.isfinite(seconds) and seconds > 0

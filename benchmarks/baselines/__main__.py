@@ -12,7 +12,9 @@ import logging
 import shlex
 import sys
 
+from ..command_line import check_checkpoint, check_counts, check_files, check_sets
 from . import SYSTEMS, WEIGHTS_ROOT, module
+from .zhao import TRAINED_ON
 
 
 def main(argv=None) -> None:
@@ -38,16 +40,21 @@ def main(argv=None) -> None:
         help="bert-ruber, maude: keep the frozen embeddings here and reuse them on a retrain ('' for none)",
     )
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    check_counts(parser, args, "--epochs")
+    check_counts(parser, args, "--limit", least=0)
     options = {"seed": args.seed, "command": "python -m benchmarks.baselines " + shlex.join(argv)}
-    if args.epochs:
+    if args.epochs is not None:  # None: the system's own default
         options["epochs"] = args.epochs
     if args.system == "zhao":
-        options.update(data_dir=args.data_dir or "../shared/data", checkpoint=args.checkpoint)
+        data_dir = args.data_dir or "../shared/data"
+        check_sets(parser, data_dir, [TRAINED_ON[0]])
+        check_checkpoint(parser, args.checkpoint)
+        options.update(data_dir=data_dir, checkpoint=args.checkpoint)
     else:
-        options.update(
-            data_dir=args.data_dir or "../shared/data/dailydialog", limit=args.limit, cache_dir=args.cache_dir or None
-        )
+        data_dir = args.data_dir or "../shared/data/dailydialog"
+        check_files(parser, "--data-dir", data_dir, ["dialogues_train.txt", "dialogues_validation.txt"])
+        options.update(data_dir=data_dir, limit=args.limit, cache_dir=args.cache_dir or None)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     report = module(args.system).train(args.out or WEIGHTS_ROOT / args.system, **options)
     print(json.dumps({k: v for k, v in report.items() if k != "history"}, indent=2))
 
