@@ -109,3 +109,16 @@ def test_fit_encoder_default_is_the_bundled_checkpoint_as_in_score():
     from train.arguments import encoder_folder
 
     assert Path(encoder_folder("default", "--encoder")) == BUNDLED
+
+
+def test_repetition_term_refuses_an_out_holding_other_files_before_reading_the_corpus(
+    tiny_shared_checkpoint, tmp_path, train_cli_error
+):
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    line = train_cli_error(
+        [*COMMANDS["repetition-term"][:1], tiny_shared_checkpoint, "--data-dir", "nowhere", "--out", out]
+    )
+    assert f"--out {out} holds files this command does not write (notes.txt)" in line
+    assert sorted(path.name for path in out.iterdir()) == ["notes.txt"]
