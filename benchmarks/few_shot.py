@@ -1,6 +1,6 @@
 """The few-shot rating head under Zhao et al.'s protocol on DailyDialog-Zhao.
 
-    python -m benchmarks.few_shot --checkpoint default --out results/few-shot-bundled
+    python -m benchmarks.few_shot --checkpoint default --out results/bundled-default/few-shot
 
 The head (``python -m train calibrate``) learns from the set's first 20 % of rows (the
 ``dev`` protocol of :mod:`train.judgments`: the authors' validation rows, ground truth dropped,

@@ -1,7 +1,7 @@
 """A training run's learning curve: validation signals against contexts seen, from its ``log.jsonl``.
 
     python -m benchmarks.learning_curve runs/release/log.jsonl --contexts-per-step 16 \
-        --out results/release/learning_curve.png
+        --out results/releases/2026-11-25-first-release/learning_curve.png
 
 Three panels, one point per evaluation: validation Recall@1 over 1 + 15 candidates, the AUC of
 the gold against one hard negative kind (``--kind``, by DEnsity distance and by ``f(c,r)``, on

@@ -1,6 +1,6 @@
 """One table for a pilot: each arm's cost, validation signals, DailyDialog-Zhao ``dev`` and probes.
 
-    python -m benchmarks.pilot_table results/pilots/mix --arms random mix mix-no-probe-kinds
+    python -m benchmarks.pilot_table results/experiments/negative-mix --arms random mix mix-no-probe-kinds
 
 Each arm is a folder ``ROOT/ARM`` holding the run's ``log.jsonl`` (copied from the run folder)
 and the ``human_correlation.json`` that ``python -m benchmarks.human_correlation --protocols dev``
@@ -19,9 +19,9 @@ from train.run_log import evaluations, read_log
 
 from .command_line import check_files, check_output
 
-# Validation kinds that no probe copies (the tie-break of results/pilots/PROTOCOL.md).
+# Validation kinds that no probe copies (the tie-break of results/experiments/PROTOCOL.md).
 NON_PROBE_KINDS = ("random", "same-dialogue", "drop", "shuffle", "retrieved")
-# Copies of the context and of the gold's words: the rule of results/pilots/parrot/PLAN.md.
+# Copies of the context and of the gold's words: the rule of results/experiments/copy-margin/PLAN.md.
 PARROT_KINDS = ("echo", "speaker", "repeat")
 
 

@@ -1,6 +1,6 @@
 """System-level meta-evaluation: does the metric order dialogue systems as people do?
 
-    nice python -m benchmarks.system_level --out results/system-level
+    nice python -m benchmarks.system_level --out results/bundled-default/system-level
 
 For every human-judgment set whose rows come from at least 3 systems (the ``system`` field),
 each metric's per-row scores (DEnsity and the baselines of ``benchmarks.human_correlation``,
