@@ -122,3 +122,22 @@ def test_repetition_term_refuses_an_out_holding_other_files_before_reading_the_c
     )
     assert f"--out {out} holds files this command does not write (notes.txt)" in line
     assert sorted(path.name for path in out.iterdir()) == ["notes.txt"]
+
+
+def test_a_run_from_default_starts_from_the_bundled_encoder_and_head(tmp_path):
+    import torch
+    from safetensors.torch import load_file
+
+    from train.config import TrainConfig
+    from train.loop import Trainer
+
+    from .test_training import data
+
+    pair_format = DensityConfig.from_file(BUNDLED / CONFIG_FILE).pair_format
+    config = TrainConfig(init_from="default", pair_format=pair_format, negatives=3, batch_size=4, validation_kinds="")
+    trainer = Trainer(config, *data(), tmp_path / "run")
+    name = "embeddings.word_embeddings.weight"
+    bundled = load_file(str(BUNDLED / "model.safetensors"))[name].float()
+    torch.testing.assert_close(trainer.model.encoder.state_dict()[name][: len(bundled)], bundled)
+    head = load_file(str(BUNDLED / "density_head.safetensors"))
+    torch.testing.assert_close(trainer.model.head.weight.detach()[0], head["weight"].float().reshape(-1))
