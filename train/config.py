@@ -20,6 +20,7 @@ from .density_term import (
     DEFAULT_SHRINKAGE,
     MARGIN_AGAINST,
 )
+from .grounding import GroundingSpec
 from .losses import CONTRASTIVE_AVERAGES
 from .negatives import KINDS, NegativeMix
 from .selection import parse_floor, required_metrics
@@ -112,6 +113,13 @@ class TrainConfig:
     # contexts per micro-batch drawn from the pairs whose gold shares >= OVERLAP_MIN of its words with the
     # last context turn (replies that reuse the question's words, which people do not punish); 0: none
     overlap_rows: int = 0
+    # Grounding (issue 50): grounded training contexts (train/grounding.py, e.g. "rate=0.5,used=2,distractors=2";
+    # "": off), the shared data folder whose benchmark sentences they never use, and the ConvAI2 file whose
+    # seeded golds every evaluation scores for the grounding signals (train/grounding_validation.py; "": none).
+    grounding: str = ""
+    grounding_exclude: str = ""
+    grounding_valid: str = ""
+    grounding_valid_pairs: int = 1200
 
     def __post_init__(self):
         if isinstance(self.pair_format, dict):  # as read back from trainer_state.json
@@ -175,6 +183,12 @@ class TrainConfig:
             raise ValueError(
                 f"--select-floor {self.select_floor!r} is relative to the run's step-0 evaluation: add --eval-at-start"
             )
+        if GroundingSpec.parse(self.grounding) is not None and not self.grounding_exclude:
+            raise ValueError(
+                "--grounding needs --grounding-exclude DIR: the shared data folder, whose benchmark sentences "
+                "grounding lines never use"
+            )
+        check_at_least("--grounding-valid-pairs", self.grounding_valid_pairs, 1)
         if self.mixed_precision not in ("auto", "no", "bf16", "fp16"):
             raise ValueError(f"mixed_precision must be 'auto', 'no', 'bf16' or 'fp16', got {self.mixed_precision!r}")
 

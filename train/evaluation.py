@@ -16,6 +16,7 @@ from density_metric.gaussian import GaussianAccumulator, GaussianStats
 
 from .config import TrainConfig
 from .data import SelectionData
+from .grounding_validation import group_metrics
 from .losses import recall_and_mrr
 from .negatives import KINDS, validation_candidates
 from .selection import required_metrics, selection_value
@@ -31,7 +32,7 @@ def encode_groups(tokenizer, config: TrainConfig, contexts, candidates) -> dict[
 class Evaluation:
     """The evaluation half of :class:`train.loop.Trainer`, its base class. It reads the trainer's
     ``config``, ``accelerator``, ``model``, ``tokenizer``, ``train_data``, ``valid_data``,
-    ``valid_negatives``, ``valid_kinds``, ``fit_rows``, ``dev`` and ``progress``, and calls its
+    ``valid_negatives``, ``valid_kinds``, ``fit_rows``, ``dev``, ``grounding`` and ``progress``, and calls its
     ``_retrieval_index``, ``_log`` and ``save_state``."""
 
     def metric_names(self) -> list[str]:
@@ -43,6 +44,8 @@ class Evaluation:
             if self.dev is not None:
                 suffixes = ("pearson", "spearman", "overlap_spearman", "human_overlap_spearman")
                 names += [f"{self.dev.name}_{suffix}" for suffix in suffixes]
+            if self.grounding is not None:
+                names += list(self.grounding.metric_names())
         return names
 
     def _validation_candidates(self, valid: SelectionData) -> dict[str, list[str]]:
@@ -106,7 +109,7 @@ class Evaluation:
             totals += torch.tensor([recall.sum().item(), mrr.sum().item(), float(len(mine))], device=totals.device)
         totals = accelerator.reduce(totals, "sum")
         metrics = {"recall_at_1": (totals[0] / totals[2]).item(), "mrr": (totals[1] / totals[2]).item()}
-        if accelerator.num_processes == 1 and (self.valid_kinds or self.dev is not None):
+        if accelerator.num_processes == 1 and (self.valid_kinds or self.dev is not None or self.grounding is not None):
             metrics.update(self._density_metrics())
         self.model.train()
         return metrics
@@ -152,4 +155,7 @@ class Evaluation:
             overlap = last_turn_overlap(self.dev.contexts, self.dev.responses)
             metrics[f"{self.dev.name}_overlap_spearman"] = 100 * spearman(scores, overlap)
             metrics[f"{self.dev.name}_human_overlap_spearman"] = 100 * spearman(self.dev.human, overlap)
+        if self.grounding is not None:  # the golds of --grounding-valid with their echoes and distractors
+            features, _ = self._outputs(self.grounding.contexts, self.grounding.groups())
+            metrics.update(group_metrics(-stats.distances(features), self.grounding))
         return metrics

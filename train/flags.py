@@ -244,6 +244,35 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="shared data folder with zhao2020/: validate on DailyDialog-Zhao's first 20 %%",
     )
+    grounding = parser.add_argument_group("grounding (issue 50: train/grounding.py, train/grounding_validation.py)")
+    grounding.add_argument(
+        "--grounding",
+        default="",
+        metavar="SPEC",
+        help="grounded training contexts: 'your persona:' lines the gold uses (sentences of its corpus sharing "
+        "its rare content words) and distractors, before a share of the contexts, e.g. "
+        "rate=0.5,used=2,distractors=2 (default '': off); needs --grounding-exclude",
+    )
+    grounding.add_argument(
+        "--grounding-exclude",
+        default="",
+        metavar="DIR",
+        help="shared data folder: grounding lines never use a sentence of its human-judgment sets or of "
+        "DailyDialog's validation and test dialogues",
+    )
+    grounding.add_argument(
+        "--grounding-valid",
+        default="",
+        metavar="FILE",
+        help="ConvAI2 file (e.g. ../shared/data/convai2/valid_unused_by_benchmarks.txt): every evaluation logs "
+        "grounding/* (persona and last-turn overlap Spearman, Recall@1, gold beats echo) on its seeded golds",
+    )
+    grounding.add_argument(
+        "--grounding-valid-pairs",
+        type=int,
+        default=1200,
+        help="seeded golds of --grounding-valid, each scored with its echo and 4 distractors (default 1200)",
+    )
     density = parser.add_argument_group(
         "fine-tuning and the density term (train/density_term.py: copies of the context must lie farther "
         "out than golds under the Gaussian of the current golds)"

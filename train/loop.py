@@ -41,6 +41,8 @@ from .config import TrainConfig, check_resumable
 from .data import SelectionData, epoch_batches, epoch_negatives
 from .density_term import BANK_FILE, DensityTerm, draw_copies, start_density_term
 from .evaluation import Evaluation, encode_groups
+from .grounding import GroundingSpec, benchmark_sentences, ground_pairs
+from .grounding_validation import GroundingSet
 from .losses import selection_loss, supervised_contrastive_loss
 from .model import DensityModel, set_attention_dropout, set_dropout
 from .negatives import NegativeMix, draw_labelled_negatives
@@ -89,6 +91,10 @@ class Trainer(Evaluation):
 
         if config.valid_limit:
             valid = valid.select(range(min(config.valid_limit, len(valid))))
+        spec = GroundingSpec.parse(config.grounding)
+        if spec is not None:  # before the data's fingerprint: a resumed run grounds the same contexts again
+            train, grounded = ground_pairs(train, spec, config.seed, benchmark_sentences(config.grounding_exclude))
+            logger.info("--grounding %s: %d of %d training contexts have grounding lines", spec, grounded, len(train))
         self.config, self.train_data, self.valid_data, self.out_dir = config, train, valid, Path(out_dir)
         self.accelerator = accelerator or Accelerator(mixed_precision=resolve_mixed_precision(config.mixed_precision))
         state_dir = recover_state(self.out_dir)  # out_dir itself is made last, once every check passed
@@ -150,6 +156,12 @@ class Trainer(Evaluation):
         fit = min(config.valid_fit_pairs, len(train))
         self.fit_rows = np.sort(np.random.default_rng(config.seed).choice(len(train), size=fit, replace=False))
         self.dev = dev
+        self.grounding = None
+        if config.grounding_valid:
+            try:
+                self.grounding = GroundingSet.load(config.grounding_valid, config.grounding_valid_pairs)
+            except OSError as err:
+                raise ValueError(f"--grounding-valid {config.grounding_valid}: {err.strerror or err}") from None
         for name in required_metrics(config.select_on, config.select_floor):  # before training, not later
             if name not in self.metric_names():
                 flag = "--select-on" if name in selection_metrics(config.select_on) else "--select-floor"

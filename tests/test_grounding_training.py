@@ -1,0 +1,59 @@
+"""Grounding in a training run (issue 50): --grounding puts grounding lines in the training contexts, and
+--grounding-valid logs the grounding signals of train/grounding_validation.py in every evaluation."""
+
+import json
+
+import pytest
+
+from train.config import TrainConfig
+from train.corpora import response_pairs_with_dialogues
+from train.data import SelectionData
+from train.grounding import PERSONA
+from train.loop import Trainer
+
+from .test_grounding import DIALOGUES
+from .test_grounding_validation import CONVAI2
+from .test_training import config_for, dialogue_data, read_log
+
+
+def test_every_evaluation_logs_the_grounding_signals(backbone, tmp_path):
+    (tmp_path / "convai2.txt").write_text(CONVAI2, encoding="utf-8")
+    train, valid = dialogue_data()
+    config = config_for(
+        backbone, grounding_valid=str(tmp_path / "convai2.txt"), grounding_valid_pairs=6, validation_kinds=""
+    )
+    trainer = Trainer(config, train, valid, tmp_path / "run")
+    names = {"grounding/persona_spearman", "grounding/last_turn_spearman", "grounding/echo_win"}
+    names |= {"grounding/echo_auc", "grounding/recall_at_1"}
+    assert names <= set(trainer.metric_names())
+    trainer.train()
+    evals = [record for record in read_log(tmp_path / "run") if record["type"] == "eval"]
+    assert len(evals) == 2 and all(names <= set(record) for record in evals)
+    assert all(0 <= record["grounding/echo_win"] <= 1 for record in evals)
+
+
+def test_grounding_needs_the_folder_of_the_benchmark_sentences_it_must_not_use():
+    with pytest.raises(ValueError, match="--grounding needs --grounding-exclude"):
+        TrainConfig(grounding="rate=1")
+    with pytest.raises(ValueError, match="--grounding"):
+        TrainConfig(grounding="rate=2", grounding_exclude="x")
+
+
+def test_a_grounded_run_trains_on_contexts_with_grounding_lines(backbone, tmp_path):
+    shared = tmp_path / "shared"
+    (shared / "usr").mkdir(parents=True)
+    row = {"context": ["I love violin concerts at the old hall ."], "response": "Me too .", "score": 1}
+    (shared / "usr" / "set.normalized.jsonl").write_text(json.dumps(row) + "\n")
+    train = SelectionData.from_pairs(*response_pairs_with_dialogues(DIALOGUES * 2))
+    _, valid = dialogue_data()
+    config = config_for(backbone, grounding="rate=1,used=1,distractors=1", grounding_exclude=str(shared))
+    trainer = Trainer(config, train, valid, tmp_path / "run")
+    lines = [turn for context in trainer.train_data.contexts for turn in context if turn.startswith(PERSONA)]
+    assert lines and "I love violin concerts at the old hall ." not in {line[len(PERSONA) :] for line in lines}
+    assert trainer.train_data.responses == train.responses and trainer.train_data.pool == train.pool
+
+
+def test_the_train_command_names_grounding_flags_in_one_error_line(tmp_path, train_cli_error):
+    argv = ["train", "--corpus", "dailydialog", "--data-dir", tmp_path, "--out", tmp_path / "out"]
+    assert "--grounding needs --grounding-exclude" in train_cli_error([*argv, "--grounding", "rate=1"])
+    assert "--grounding-valid-pairs must be at least 1" in train_cli_error([*argv, "--grounding-valid-pairs", "0"])
