@@ -275,3 +275,31 @@ def test_load_corpus_with_dialogues_names_each_pairs_corpus(tmp_path):
     assert sources.count("dailydialog") == sources.count("self_dialogue") == 40
     assert all(r[0] == {"dailydialog": "e", "self_dialogue": "t"}[s] for r, s in zip(responses, sources))
     assert len(load_corpus(args)[0]) == 2  # without dialogues: (contexts, responses) as before
+
+
+def test_the_train_command_trains_on_a_weighted_corpus_mix(backbone, tmp_path):
+    from train.__main__ import main
+
+    from .test_training import synthetic_dialogues
+
+    dialogues = synthetic_dialogues(24, 0)
+    write_dailydialog(tmp_path, dialogues[:12], dialogues[12:14], [["x", "y"]])
+    lines = [json.dumps({"id": str(i), "turns": [t.upper() for t in turns]}) for i, turns in enumerate(dialogues)]
+    (tmp_path / "dialogues.jsonl").write_text("\n".join(lines * 4) + "\n")
+    out = tmp_path / "run"
+    argv = ["train", "--corpus", "dailydialog:1,self_dialogue:1", "--data-dir", tmp_path, "--self-dialogue", tmp_path]
+    argv += ["--backbone", backbone, "--out", out, "--negatives", "3", "--epochs", "1", "--batch-size", "4"]
+    argv += [
+        "--max-length",
+        "48",
+        "--max-response-length",
+        "16",
+        "--validation-kinds",
+        "",
+        "--max-steps-per-epoch",
+        "2",
+    ]
+    main([str(arg) for arg in argv])
+    assert (out / "checkpoint" / "density_gaussian.safetensors").is_file()
+    state = json.loads((out / "state" / "trainer_state.json").read_text())
+    assert state["data"]["train_pairs"] == 2 * 12 * 3  # each corpus half of the pairs: all 12 DailyDialog dialogues
