@@ -301,11 +301,7 @@ class Encoder:
                 path, f"turn_separator {pair_format.turn_separator!r} is not a token of this tokenizer"
             )
         limit = model.config.max_position_embeddings
-        if max_length is not None and not 4 <= max_length <= limit:
-            raise ValueError(
-                f"max_length must be in [4, {limit}] (the encoder's max_position_embeddings), got {max_length}"
-            )
-        pair_format = pair_format.with_max_length(max_length, pair_format.special_tokens(tokenizer))
+        pair_format = pair_format.with_max_length(max_length, pair_format.special_tokens(tokenizer), limit=limit)
         if pair_format.max_length > limit:
             raise CheckpointError(path, f"max_length {pair_format.max_length} exceeds the encoder's {limit} positions")
         return cls(model, tokenizer, pair_format, device=device, dtype=dtype)

@@ -192,3 +192,15 @@ def test_a_stored_format_without_layout_reads_as_the_paper_layout():
     assert PairFormat.from_dict(stored).layout == "paper"
     with pytest.raises(ValueError, match="layout must be one of"):
         PairFormat(layout="sideways")
+
+
+def test_encoder_load_names_the_layouts_own_smallest_max_length(tiny_shared_checkpoint):
+    """A shared-context pair's special tokens are [CLS] [SEP] [CLS] [SEP]: a max_length of 4 leaves no response
+    token, so Encoder.load refuses 3 and 4 naming both ends, [5, the encoder's positions] (it said [4, ...])."""
+    checkpoint = load_checkpoint(tiny_shared_checkpoint)
+    for too_small in (3, 4):
+        with pytest.raises(ValueError, match=r"max_length must be in \[5, \d+\] for this checkpoint"):
+            Encoder.load(checkpoint.encoder_path, checkpoint.config.pair_format, max_length=too_small, device="cpu")
+    assert (
+        Encoder.load(checkpoint.encoder_path, checkpoint.config.pair_format, max_length=5, device="cpu").max_length == 5
+    )
