@@ -143,7 +143,8 @@ class GroundingIndex:
             if need <= 0:
                 break
             rows = self.postings[word]
-            picked.update((rng.choice(rows, size=need, replace=False) if len(rows) > need else rows).tolist())
+            # a sample with replacement (repeats merge in the set): a permutation of a common word's postings is slow
+            picked.update((rows[rng.integers(len(rows), size=need)] if len(rows) > need else rows).tolist())
         pool = sorted(picked)
         gold_key, scored = normalise(gold), []
         for row in pool:
