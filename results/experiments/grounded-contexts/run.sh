@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The grounded-contexts pilot of issue 50 (plan and rule: results/experiments/grounded-contexts/PLAN.md): three arms
+# from the bundled second-round soup (commit b7850c5) with the link chain's o6 recipe, equal STEPS, seed 57, one after
+# the other, alone on the CPU; every evaluation logs the ConvAI2 grounding signal (grounding/*); then the pilot table.
+# Rerunning resumes or skips an arm. Usage: STEPS=N bash results/experiments/grounded-contexts/run.sh [ARM ...]
+set -euo pipefail
+here=results/experiments/grounded-contexts
+INIT_FROM=$(bash results/checkout_bundle.sh b7850c5)
+MINUTES=${MINUTES:-40}
+source results/experiments/anchor-and-overlap-rows/recipe.sh  # COMMON: every flag the arms share
+grounding="--grounding rate=0.5,used=2,distractors=2 --grounding-exclude ../shared/data"
+# Every arm logs the ConvAI2 grounding signal in each evaluation, with that evaluation's Gaussian.
+signal="--grounding-valid ../shared/data/convai2/valid_unused_by_benchmarks.txt --grounding-valid-pairs 1200"
+declare -A ARM=(
+  [a]="--eval-at-start"
+  [b]="$grounding"
+  [c]="$grounding --corpus dailydialog:1,self_dialogue:0.5,chitchat:0.5 --self-dialogue ../shared/data/self_dialogue")
+for name in ${@:-a b c}; do
+  out=runs/pilot-grounded/$name
+  mkdir -p "$out" "$here/$name"
+  if [ ! -f "$out/checkpoint/density_config.json" ]; then
+    # shellcheck disable=SC2086
+    python -m train train "${COMMON[@]}" --anchor-weight 1 --overlap-rows 6 --seed 57 --negatives-seed 57 $signal \
+      ${ARM[$name]} --out "$out" >> "$out/train.out" 2>> "$out/train.err" || { echo "$name failed: see $out/train.err"; exit 1; }
+  fi
+  cp "$out/log.jsonl" "$here/$name/log.jsonl"
+done
+python -m benchmarks.pilot_table "$here" --arms a b c --title "Grounded contexts (issue 50): the last evaluation of each arm"
