@@ -2,6 +2,7 @@
 # The grounded-contexts pilot of issue 50 (plan and rule: results/experiments/grounded-contexts/PLAN.md): three arms
 # from the bundled second-round soup (commit b7850c5) with the link chain's o6 recipe, equal STEPS, seed 57, one after
 # the other, alone on the CPU; every evaluation logs the ConvAI2 grounding signal (grounding/*); then the pilot table.
+# Every arm trains on DailyDialog's clean split (COMMON's 'official' is overridden).
 # Rerunning resumes or skips an arm. Usage: STEPS=N bash results/experiments/grounded-contexts/run.sh [ARM ...]
 set -euo pipefail
 here=results/experiments/grounded-contexts
@@ -20,7 +21,7 @@ for name in ${@:-a b c}; do
   mkdir -p "$out" "$here/$name"
   if [ ! -f "$out/checkpoint/density_config.json" ]; then
     # shellcheck disable=SC2086
-    python -m train train "${COMMON[@]}" --anchor-weight 1 --overlap-rows 6 --seed 57 --negatives-seed 57 $signal \
+    python -m train train "${COMMON[@]}" --anchor-weight 1 --overlap-rows 6 --seed 57 --negatives-seed 57 --dailydialog-train clean $signal \
       ${ARM[$name]} --out "$out" >> "$out/train.out" 2>> "$out/train.err" || { echo "$name failed: see $out/train.err"; exit 1; }
   fi
   cp "$out/log.jsonl" "$here/$name/log.jsonl"
