@@ -21,7 +21,8 @@ from .density_term import (
     MARGIN_AGAINST,
 )
 from .losses import CONTRASTIVE_AVERAGES
-from .negatives import GOLD_KINDS, KINDS, NegativeMix
+from .negative_kinds import GOLD_KINDS, KINDS
+from .negatives import NegativeMix
 from .validation import OVERLAP_MIN
 
 
