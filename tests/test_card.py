@@ -182,3 +182,32 @@ def test_a_fine_tune_names_its_starts_revision_and_the_validation_candidates(tin
     assert f"fine-tuned from the DEnsity checkpoint `{start}` (its encoder" in gone
     assert f"base_model: {start} " in gone
     assert "(1 gold + 15 random candidates)" in card()  # the paper's 15 when --valid-negatives is not given
+
+
+def corpus_fields(corpus: str) -> dict:
+    config = TrainConfig(backbone="minilm")
+    return card_fields(
+        config=config,
+        corpus=corpus,
+        name="x",
+        repo_id="org/x",
+        metrics=METRICS,
+        train_pairs=10,
+        valid_pairs=5,
+        command="python -m train train",
+    )
+
+
+def test_the_card_states_each_corpus_licence_and_a_mix_carries_the_most_restrictive():
+    """Self-dialogue is BSD-3-Clause and Chit-Chat MIT; a mix with DailyDialog inherits its non-commercial licence
+    (a mix fell back to 'other' with a generic note, and DailyDialog's restriction was lost)."""
+    assert corpus_fields("self_dialogue")["license"] == "bsd-3-clause"
+    assert corpus_fields("chitchat")["license"] == "mit"
+    mixed = corpus_fields("dailydialog:1,self_dialogue:0.5,chitchat:0.5")
+    assert mixed["license"] == "cc-by-nc-sa-4.0"
+    for words in ("non-commercial", "BSD-3-Clause", "MIT"):
+        assert words in mixed["license_note"]
+    assert "DailyDialog" in mixed["dataset_name"] and "Chit-Chat" in mixed["dataset_name"]
+    permissive = corpus_fields("self_dialogue:1,chitchat:1")
+    assert permissive["license"] == "other" and "BSD-3-Clause" in permissive["license_note"]
+    assert corpus_fields("jsonl")["license"] == "other"

@@ -33,7 +33,42 @@ DATASETS = {
         "cc-by-nc-sa-4.0",
         "DailyDialog is licensed CC BY-NC-SA 4.0: non-commercial use only.",
     ),
+    "self_dialogue": (
+        "self_dialogue",
+        "the Self-dialogue corpus",
+        "bsd-3-clause",
+        "The Self-dialogue corpus is licensed BSD-3-Clause.",
+    ),
+    "chitchat": (
+        "chitchat-dataset",
+        "the BYU Chit-Chat Challenge",
+        "mit",
+        "The BYU Chit-Chat Challenge data (chitchat-dataset 0.9.0) is licensed MIT.",
+    ),
 }
+UNKNOWN_LICENCE = "Check the training corpus's licence before use."
+
+
+def corpus_fields(corpus: str) -> tuple[str, str, str, str]:
+    """The card's dataset id, name, licence and licence note for ``--corpus`` (one corpus or a weighted mix).
+
+    A mix names every corpus with its weight; its licence is the most restrictive of its corpora's (DailyDialog's
+    non-commercial licence binds the whole mix), ``other`` when they differ otherwise, and its note joins theirs.
+    """
+    from .corpora import parse_corpus_mix
+
+    try:
+        mix = parse_corpus_mix(corpus)
+    except ValueError:
+        mix = ((corpus, 1.0),)
+    entries = [DATASETS.get(name, (name, name, "other", UNKNOWN_LICENCE)) for name, _ in mix]
+    if len(entries) == 1:
+        return entries[0]
+    licences = {licence for _, _, licence, _ in entries}
+    licence = "cc-by-nc-sa-4.0" if "cc-by-nc-sa-4.0" in licences else licences.pop() if len(licences) == 1 else "other"
+    name = " + ".join(f"{entry[1]} (weight {weight:g})" for entry, (_, weight) in zip(entries, mix))
+    notes = " ".join(dict.fromkeys(entry[3] for entry in entries))
+    return entries[0][0], name, licence, notes
 
 
 SELECTION_NAMES = {
@@ -205,9 +240,7 @@ def card_fields(
     estimator: str = "pinv",
     compute: str = "not recorded",
 ) -> dict:
-    dataset, dataset_name, license_, note = DATASETS.get(
-        corpus, (corpus, corpus, "other", "Check the training corpus's licence before use.")
-    )
+    dataset, dataset_name, license_, note = corpus_fields(corpus)
     period = "round" if config.max_steps_per_epoch else "epoch"
     return {
         "license": license_,

@@ -245,7 +245,7 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="shared data folder with zhao2020/: validate on DailyDialog-Zhao's first 20 %%",
     )
-    grounding = parser.add_argument_group("grounding (issue 50: train/grounding.py, train/grounding_validation.py)")
+    grounding = parser.add_argument_group("grounding (train/grounding.py, train/grounding_validation.py)")
     grounding.add_argument(
         "--grounding",
         default="",
