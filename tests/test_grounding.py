@@ -125,3 +125,37 @@ def test_benchmark_sentences_read_the_sets_and_dailydialogs_held_out_splits(tmp_
     assert {"hithere", "howareyou", "fine", "goodday", "sametoyou"} == found
     with pytest.raises(ValueError, match="--grounding-exclude"):
         benchmark_sentences(tmp_path / "usr" / "none")
+
+
+def test_no_line_is_a_sentence_of_the_pairs_own_dialogue_even_when_another_dialogue_repeats_it():
+    """A sentence that occurs in two dialogues is indexed once, under the first; the pair's own dialogue must
+    still never give it a line (it gave the gold's own context turn, or the turn after the gold, as grounding)."""
+    repeated = "I bought a red bicycle yesterday ."
+    dialogues = [
+        [repeated, "Nice colour ."],
+        ["The shop sells a red bicycle and blue helmets .", "Good to know ."],
+        [repeated, "Was the red bicycle expensive at the shop ?", "It cost a lot , the red bicycle ."],
+    ]
+    data = SelectionData.from_pairs(*response_pairs_with_dialogues(dialogues))
+    grounded, count = ground_pairs(data, GroundingSpec(rate=1.0, used=2, distractors=0), seed=0)
+    assert count > 0
+    for context, turns in zip(grounded.contexts, grounded.dialogues):
+        own = {normalise(turn) for turn in turns}
+        for line in context:
+            if line.startswith(PERSONA):
+                assert normalise(line[len(PERSONA) :]) not in own, line
+
+
+def test_benchmark_sentences_include_persona_and_fact_lines_references_and_whole_dialogues(tmp_path):
+    (tmp_path / "usr").mkdir()
+    rows = [
+        {"context": [], "response": "Ok .", "fact": ["your persona: i walk dogs for a living."]},
+        {"context": [], "response": "Sure .", "fact": "Flasher will perform at the festival."},
+        {"context": [], "response": "Yes .", "references": ["What experience do you have?", "Tell me more."]},
+        {"dialogue": ["Hello robot.", "Hi human."], "score": 3},
+    ]
+    (tmp_path / "usr" / "x.normalized.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    found = benchmark_sentences(tmp_path)
+    for key in ("iwalkdogsforaliving", "flasherwillperformatthefestival", "whatexperiencedoyouhave", "tellmemore"):
+        assert key in found
+    assert {"hellorobot", "hihuman"} <= found

@@ -57,3 +57,35 @@ def test_the_train_command_names_grounding_flags_in_one_error_line(tmp_path, tra
     argv = ["train", "--corpus", "dailydialog", "--data-dir", tmp_path, "--out", tmp_path / "out"]
     assert "--grounding needs --grounding-exclude" in train_cli_error([*argv, "--grounding", "rate=1"])
     assert "--grounding-valid-pairs must be at least 1" in train_cli_error([*argv, "--grounding-valid-pairs", "0"])
+
+
+def test_a_grounded_runs_gaussian_is_fitted_on_the_contexts_it_trained_and_evaluated_on(
+    backbone, tmp_path, monkeypatch
+):
+    """The evaluations' Gaussians are fitted on the trainer's (grounded) training pairs; the shipped one must be
+    too, or the selection judges a Gaussian that never ships (it was fitted on the contexts without their lines)."""
+    import train.run
+    from train.__main__ import main
+
+    from .test_training import write_corpus
+
+    write_corpus(tmp_path)
+    shared = tmp_path / "shared"
+    (shared / "usr").mkdir(parents=True)
+    (shared / "usr" / "set.normalized.jsonl").write_text(json.dumps({"context": [], "response": "Hi ."}) + "\n")
+    fitted = {}
+
+    def record_fit(encoder_dir, density_config, train_pairs, valid_pairs, out, **kwargs):
+        fitted["contexts"] = train_pairs[0]
+        return {}
+
+    monkeypatch.setattr(train.run, "fit_and_write", record_fit)
+    files = ["--train-file", str(tmp_path / "train.jsonl"), "--valid-file", str(tmp_path / "valid.jsonl")]
+    recipe = ["--negatives", "3", "--epochs", "1", "--batch-size", "4", "--warmup-steps", "2"]
+    recipe += ["--max-length", "48", "--max-response-length", "16", "--grounding", "rate=1,used=1,distractors=1"]
+    main(
+        ["train", "--corpus", "jsonl", *files, "--backbone", str(backbone), "--out", str(tmp_path / "run")]
+        + recipe
+        + ["--grounding-exclude", str(shared)]
+    )
+    assert any(turn.startswith(PERSONA) for context in fitted["contexts"] for turn in context)

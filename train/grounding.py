@@ -101,6 +101,7 @@ class GroundingIndex:
     def __init__(self, dialogues: Sequence[Sequence[str]], excluded: Iterable[str] = ()):
         excluded = set(excluded)
         self.texts: list[str] = []
+        self.keys: list[str] = []  # normalised texts
         self.words: list[frozenset[str]] = []
         self.tokens: list[list[str]] = []
         owners: list[int] = []
@@ -116,6 +117,7 @@ class GroundingIndex:
                     seen.add(key)
                     row = len(self.texts)
                     self.texts.append(sentence)
+                    self.keys.append(key)
                     self.tokens.append(tokens)
                     self.words.append(frozenset(tokens))
                     owners.append(number)
@@ -128,10 +130,21 @@ class GroundingIndex:
     def __len__(self) -> int:
         return len(self.texts)
 
-    def lines(self, gold: str, dialogue: int, spec: GroundingSpec, rng: np.random.Generator) -> list[str] | None:
+    def lines(
+        self,
+        gold: str,
+        dialogue: int,
+        spec: GroundingSpec,
+        rng: np.random.Generator,
+        own: frozenset[str] = frozenset(),
+    ) -> list[str] | None:
         """The grounding lines for ``gold`` (of dialogue number ``dialogue`` of the index's dialogues, whose
         sentences are never chosen): ``spec.used`` used lines and ``spec.distractors`` distractors, in a
-        seeded order, each as "your persona: <sentence>"; None when no sentence qualifies as used."""
+        seeded order, each as "your persona: <sentence>"; None when no sentence qualifies as used.
+
+        ``own``: the normalised sentences of the gold's dialogue (:func:`dialogue_sentences`). A sentence that
+        two dialogues share is indexed once, under the first, so the owner check alone would let the gold's own
+        turns (even the turn after it) through when another dialogue repeats them."""
         tokens = content_words(gold)
         gold_words = set(tokens)
         known = sorted((word for word in gold_words if word in self.postings), key=lambda w: (-self.idf[w], w))
@@ -148,7 +161,9 @@ class GroundingIndex:
         pool = sorted(picked)
         gold_key, scored = normalise(gold), []
         for row in pool:
-            if self.owners[row] == dialogue or not self.is_grounding(int(row), tokens, gold_words, gold_key):
+            if self.owners[row] == dialogue or self.keys[row] in own:
+                continue
+            if not self.is_grounding(int(row), tokens, gold_words, gold_key):
                 continue
             scored.append((-sum(self.idf[w] for w in self.words[row] & gold_words), int(row)))
         if not scored:
@@ -159,7 +174,9 @@ class GroundingIndex:
             if len(others) == spec.distractors:
                 break
             row = int(rng.integers(len(self.texts)))
-            if self.owners[row] != dialogue and not self.words[row] & gold_words and row not in others:
+            if self.owners[row] == dialogue or self.keys[row] in own:
+                continue
+            if not self.words[row] & gold_words and row not in others:
                 others.append(row)
         chosen = used + others
         return [PERSONA + self.texts[chosen[i]] for i in rng.permutation(len(chosen))]
@@ -168,7 +185,7 @@ class GroundingIndex:
         """Whether sentence ``row`` shares a content word with the gold without being a near-copy of it
         (see :data:`NEAR_TOTAL`)."""
         words, line_tokens = self.words[row], self.tokens[row]
-        if not words & gold_words or normalise(self.texts[row]) == gold_key:
+        if not words & gold_words or self.keys[row] == gold_key:
             return False
         covers_gold = sum(token in words for token in gold_tokens) / len(gold_tokens)
         inside_gold = sum(token in gold_words for token in line_tokens) / len(line_tokens)
@@ -201,9 +218,16 @@ def ground_pairs(
             group.append(turns)
     indexes = {source: GroundingIndex(dialogues, excluded) for source, dialogues in per_source.items()}
     contexts, grounded = [], 0
+    own_of: dict[int, frozenset[str]] = {}
     for row, (context, gold, turns, source) in enumerate(zip(data.contexts, data.responses, data.dialogues, sources)):
         rng = np.random.default_rng([seed, row])
-        lines = indexes[source].lines(gold, index_of[id(turns)], spec, rng) if rng.random() < spec.rate else None
+        if rng.random() < spec.rate:
+            own = own_of.get(id(turns))
+            if own is None:
+                own = own_of[id(turns)] = dialogue_sentences(turns)
+            lines = indexes[source].lines(gold, index_of[id(turns)], spec, rng, own)
+        else:
+            lines = None
         contexts.append([*lines, *context] if lines else context)
         grounded += bool(lines)
     out = SelectionData(contexts, data.responses, data.pool, data.dialogues, data.turn_indices)
@@ -212,10 +236,29 @@ def ground_pairs(
     return out, grounded
 
 
+def dialogue_sentences(turns: Sequence[str]) -> frozenset[str]:
+    """The normalised sentences (:func:`sentences`, :func:`train.data.normalise`) of a dialogue's turns."""
+    return frozenset(normalise(sentence) for turn in turns for sentence in sentences(turn)) - {""}
+
+
+# The fields of a *.normalized.jsonl row that hold text: the context, the reply, the reference(s), ConvAI2-USR's
+# persona lines and TopicalChat-USR's fact (``fact``: a list or a string), FED's whole dialogue.
+TEXT_FIELDS = ("context", "response", "reference", "references", "fact", "dialogue")
+
+
+def _texts(value) -> list[str]:
+    """The strings of a field: a string, or a list of strings (other items are skipped)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [item for item in value if isinstance(item, str)]
+    return []
+
+
 def benchmark_sentences(data_dir: str | Path) -> set[str]:
     """Normalised sentences (:func:`train.data.normalise`) of the benchmark material below ``data_dir``
-    (the shared data folder): every context turn, response and reference of its ``*.normalized.jsonl``
-    sets, and the turns of ``dailydialog/dialogues_{validation,test}.txt`` if present. A ValueError if
+    (the shared data folder): every text of its ``*.normalized.jsonl`` sets (:data:`TEXT_FIELDS`; a
+    "your persona:" prefix is dropped first), and the turns of ``dailydialog/dialogues_{validation,test}.txt`` if present. A ValueError if
     there is none."""
     data_dir = Path(data_dir)
     texts: list[str] = []
@@ -224,11 +267,12 @@ def benchmark_sentences(data_dir: str | Path) -> set[str]:
             for line in handle:
                 if line.strip():
                     row = json.loads(line)
-                    texts += [*(row.get("context") or []), row.get("response") or "", row.get("reference") or ""]
+                    texts += [text for field in TEXT_FIELDS for text in _texts(row.get(field))]
     for split in ("validation", "test"):
         path = data_dir / "dailydialog" / f"dialogues_{split}.txt"
         if path.is_file():
             texts += [turn for line in path.read_text(encoding="utf-8").splitlines() for turn in line.split("__eou__")]
     if not texts:
         raise ValueError(f"--grounding-exclude {data_dir}: no *.normalized.jsonl sets or DailyDialog files below it")
-    return {normalise(sentence) for text in texts if isinstance(text, str) for sentence in sentences(text)} - {""}
+    texts = [text.removeprefix(PERSONA.strip()).strip() for text in texts]
+    return {normalise(sentence) for text in texts for sentence in sentences(text)} - {""}

@@ -105,7 +105,10 @@ def train_command(args) -> None:
         trainer = Trainer(
             config, SelectionData.from_pairs(*train_data), SelectionData.from_pairs(*valid_data), args.out, dev=dev
         )
-        train_pairs, valid_pairs = sample_pairs(train_data[:2], args.fit_pairs, config.seed), valid_data[:2]
+        # The Gaussian is fitted on the pairs the trainer trained and was evaluated on: with --grounding, its
+        # contexts carry their grounding lines, as in the evaluations' Gaussians that chose best/.
+        fit_data = (trainer.train_data.contexts, trainer.train_data.responses)
+        train_pairs, valid_pairs = sample_pairs(fit_data, args.fit_pairs, config.seed), valid_data[:2]
         progress = trainer.train(stop_after_seconds=args.max_minutes * 60 if args.max_minutes else None)
     except ValueError as err:
         fail(str(err))
