@@ -211,3 +211,6 @@ def test_the_card_states_each_corpus_licence_and_a_mix_carries_the_most_restrict
     permissive = corpus_fields("self_dialogue:1,chitchat:1")
     assert permissive["license"] == "other" and "BSD-3-Clause" in permissive["license_note"]
     assert corpus_fields("jsonl")["license"] == "other"
+    # a corpus of unknown licence binds the mix with whatever it holds: nothing more restrictive can be claimed
+    unknown = corpus_fields("dailydialog:1,jsonl:1")
+    assert unknown["license"] == "other" and "non-commercial" in unknown["license_note"]

@@ -303,3 +303,14 @@ def test_the_train_command_trains_on_a_weighted_corpus_mix(backbone, tmp_path):
     assert (out / "checkpoint" / "density_gaussian.safetensors").is_file()
     state = json.loads((out / "state" / "trainer_state.json").read_text())
     assert state["data"]["train_pairs"] == 2 * 12 * 3  # each corpus half of the pairs: all 12 DailyDialog dialogues
+
+
+def test_a_mix_with_a_corpus_without_pairs_is_an_error_naming_it():
+    """A corpus with no pairs in a split made the mix's size 0, and every other corpus still gave one dialogue."""
+    from train.corpora import _dataset as dataset
+    from train.corpora import every_turn, mix_dialogues
+
+    full = dataset([every_turn([f"b{i}", f"b{i}x"]) for i in range(10)])
+    empty = dataset([every_turn(["only one turn"])])  # a dialogue, but no response turn
+    with pytest.raises(ValueError, match="'empty' has no pairs"):
+        mix_dialogues([("full", 1.0, full), ("empty", 1.0, empty)])

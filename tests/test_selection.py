@@ -9,7 +9,7 @@ from train.card import SELECTION_NAMES
 from train.config import TrainConfig
 from train.selection import describe, parse_floor, required_metrics, selection_value
 
-EVALS = [  # the parrot release's four evaluations (results/parrot-release/log.jsonl), rounded
+EVALS = [  # the parrot release's four evaluations (results/releases/2026-11-25-copy-margin/log.jsonl), rounded
     {"step": 600, "zhao_dev_spearman": 55.56, "auc_density/echo": 0.808, "auc_density/speaker": 0.748},
     {"step": 1200, "zhao_dev_spearman": 54.93, "auc_density/echo": 0.890, "auc_density/speaker": 0.858},
     {"step": 1800, "zhao_dev_spearman": 53.13, "auc_density/echo": 0.919, "auc_density/speaker": 0.883},
@@ -31,7 +31,7 @@ def test_one_metric_the_mean_of_several_and_a_floor():
     assert selection_value(EVALS[2], "auc_density/echo", "zhao_dev_spearman=53.13") == 0.919  # at the floor: kept
 
 
-CHAIN = [  # the last-turn chain's evaluations (results/last-turn-chain/log.jsonl), rounded; step 0 is its start
+CHAIN = [  # the last-turn chain's evaluations (results/experiments/last-turn-copies-longer/log.jsonl), rounded; step 0 is its start
     {"step": 0, "zhao_dev_spearman": 56.50, "auc_density/echo": 0.893, "auc_density/speaker": 0.879},
     {"step": 400, "zhao_dev_spearman": 53.87, "auc_density/echo": 0.925, "auc_density/speaker": 0.922},
     {"step": 800, "zhao_dev_spearman": 54.44, "auc_density/echo": 0.928, "auc_density/speaker": 0.923},

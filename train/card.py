@@ -52,8 +52,9 @@ UNKNOWN_LICENCE = "Check the training corpus's licence before use."
 def corpus_fields(corpus: str) -> tuple[str, str, str, str]:
     """The card's dataset id, name, licence and licence note for ``--corpus`` (one corpus or a weighted mix).
 
-    A mix names every corpus with its weight; its licence is the most restrictive of its corpora's (DailyDialog's
-    non-commercial licence binds the whole mix), ``other`` when they differ otherwise, and its note joins theirs.
+    A mix names every corpus with its weight; its licence is DailyDialog's non-commercial one when it holds
+    DailyDialog (that binds the whole mix), ``other`` when a corpus's licence is unknown or two permissive ones
+    differ, and its note joins its corpora's notes.
     """
     from .corpora import parse_corpus_mix
 
@@ -65,7 +66,10 @@ def corpus_fields(corpus: str) -> tuple[str, str, str, str]:
     if len(entries) == 1:
         return entries[0]
     licences = {licence for _, _, licence, _ in entries}
-    licence = "cc-by-nc-sa-4.0" if "cc-by-nc-sa-4.0" in licences else licences.pop() if len(licences) == 1 else "other"
+    if "other" in licences or len(licences) > 1 and "cc-by-nc-sa-4.0" not in licences:
+        licence = "other"  # a corpus of unknown licence, or permissive ones that differ: say so in the note
+    else:
+        licence = "cc-by-nc-sa-4.0" if "cc-by-nc-sa-4.0" in licences else licences.pop()
     name = " + ".join(f"{entry[1]} (weight {weight:g})" for entry, (_, weight) in zip(entries, mix))
     notes = " ".join(dict.fromkeys(entry[3] for entry in entries))
     return entries[0][0], name, licence, notes

@@ -170,7 +170,7 @@ def read_chitchat(source: str | Path | None = None) -> list[list[str]]:
     ``chitchat-dataset==0.9.0``, read through :mod:`importlib.resources`. Each conversation's messages
     are read in order, empty ones dropped; a turn is one person's consecutive messages joined by a
     space. Conversations in which only one person talks (3,150 of the package's 7,168) are left out,
-    4,018 remain.
+    4,017 remain (in one two-sided chat the second person's only message is empty).
     """
     if source is None:
         try:
@@ -348,6 +348,9 @@ def mix_dialogues(
         return dialogues, [name] * len(dialogues)
     total_weight = sum(weight for _, weight, _ in corpora)
     pairs = [np.asarray([len(r) for r in dialogues["responses"]], dtype=np.int64) for _, _, dialogues in corpora]
+    for counts, (name, _, _) in zip(pairs, corpora):
+        if not counts.sum():
+            raise ValueError(f"--corpus: {name!r} has no pairs in this split, so the mix cannot give it its share")
     size = min(counts.sum() * total_weight / weight for counts, (_, weight, _) in zip(pairs, corpora))
     chosen: list[tuple[int, int]] = []  # (corpus, dialogue)
     for i, ((name, weight, _), counts) in enumerate(zip(corpora, pairs)):

@@ -22,7 +22,7 @@ Metrics (``grounding/...``; scores are "higher is better", DEnsity's -distance):
 - ``echo_win``: the share of contexts whose gold outscores the echo of the last turn (the last
   context turn verbatim) in the same context, ties counted half; beside it ``echo_auc``, the
   unpaired Mann-Whitney AUC of all gold scores against all echo scores (what
-  ``results/parrot-chain/convai2_valid_check.py`` reported).
+  ``results/experiments/copy-training-longer/convai2_valid_check.py`` reported).
 
 **Overlap.** Content words: the text lowercased, cut into runs of ``[a-z0-9]`` (so "don't" gives
 "don" and "t"), without the English stop words of :data:`STOP_WORDS` (NLTK's list, written out here)

@@ -17,9 +17,6 @@ and returns one negative, or ``None`` where it cannot make a valid one:
 - ``earlier`` (:func:`earlier_negative`): a context turn before the last one, verbatim.
 - ``span`` (:func:`span_negative`): a run of 3-12 consecutive words of one context turn, most
   often the last (a partial parrot).
-
-Where the pairs' dialogues are known, ``echo``, ``earlier`` and ``span`` copy the dialogue's
-turns only, never a prefix (ConvAI2's persona lines, the grounding lines of train/grounding.py).
 - ``repeat`` (:func:`repeat_negative`): one word of the gold said 3-4 times, or a 2-4-word span
   said 2-3 times, in place. A word said twice ("very very", "no no") is often natural speech,
   hence 3-4 times for single words.
@@ -30,6 +27,9 @@ turns only, never a prefix (ConvAI2's persona lines, the grounding lines of trai
 - ``retrieved`` (:func:`train.retrieval.retrieved_negative`): one of the gold's nearest training utterances by
   embedding similarity (:mod:`train.retrieval`: top-k, near-duplicates above a ceiling already
   left out), never a context turn.
+
+Where the pairs' dialogues are known, ``echo``, ``earlier`` and ``span`` copy the dialogue's
+turns only, never a prefix (ConvAI2's persona lines, the grounding lines of train/grounding.py).
 """
 
 from __future__ import annotations
