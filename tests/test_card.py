@@ -15,11 +15,12 @@ from train.config import TrainConfig
 METRICS = {"recall_at_1": 0.5, "mrr": 0.6}
 
 
-def card(metrics=METRICS, compute="not recorded", **overrides) -> str:
+def fields_for(corpus="dailydialog", metrics=METRICS, compute="not recorded", **overrides) -> dict:
+    """The card's fields for a run on ``corpus`` with the recipe's defaults, or ``overrides``."""
     config = TrainConfig(backbone="minilm", **overrides)
-    fields = card_fields(
+    return card_fields(
         config=config,
-        corpus="dailydialog",
+        corpus=corpus,
         name="x",
         repo_id="org/x",
         metrics=metrics,
@@ -28,7 +29,10 @@ def card(metrics=METRICS, compute="not recorded", **overrides) -> str:
         command="python -m train train",
         compute=compute,
     )
-    text = render_card(fields)
+
+
+def card(metrics=METRICS, compute="not recorded", **overrides) -> str:
+    text = render_card(fields_for(metrics=metrics, compute=compute, **overrides))
     assert not re.search(r"\$[a-z_]+", text)
     return " ".join(text.split())  # the template wraps lines
 
@@ -184,33 +188,19 @@ def test_a_fine_tune_names_its_starts_revision_and_the_validation_candidates(tin
     assert "(1 gold + 15 random candidates)" in card()  # the paper's 15 when --valid-negatives is not given
 
 
-def corpus_fields(corpus: str) -> dict:
-    config = TrainConfig(backbone="minilm")
-    return card_fields(
-        config=config,
-        corpus=corpus,
-        name="x",
-        repo_id="org/x",
-        metrics=METRICS,
-        train_pairs=10,
-        valid_pairs=5,
-        command="python -m train train",
-    )
-
-
 def test_the_card_states_each_corpus_licence_and_a_mix_carries_the_most_restrictive():
     """Self-dialogue is BSD-3-Clause and Chit-Chat MIT; a mix with DailyDialog inherits its non-commercial licence
     (a mix fell back to 'other' with a generic note, and DailyDialog's restriction was lost)."""
-    assert corpus_fields("self_dialogue")["license"] == "bsd-3-clause"
-    assert corpus_fields("chitchat")["license"] == "mit"
-    mixed = corpus_fields("dailydialog:1,self_dialogue:0.5,chitchat:0.5")
+    assert fields_for("self_dialogue")["license"] == "bsd-3-clause"
+    assert fields_for("chitchat")["license"] == "mit"
+    mixed = fields_for("dailydialog:1,self_dialogue:0.5,chitchat:0.5")
     assert mixed["license"] == "cc-by-nc-sa-4.0"
     for words in ("non-commercial", "BSD-3-Clause", "MIT"):
         assert words in mixed["license_note"]
     assert "DailyDialog" in mixed["dataset_name"] and "Chit-Chat" in mixed["dataset_name"]
-    permissive = corpus_fields("self_dialogue:1,chitchat:1")
+    permissive = fields_for("self_dialogue:1,chitchat:1")
     assert permissive["license"] == "other" and "BSD-3-Clause" in permissive["license_note"]
-    assert corpus_fields("jsonl")["license"] == "other"
+    assert fields_for("jsonl")["license"] == "other"
     # a corpus of unknown licence binds the mix with whatever it holds: nothing more restrictive can be claimed
-    unknown = corpus_fields("dailydialog:1,jsonl:1")
+    unknown = fields_for("dailydialog:1,jsonl:1")
     assert unknown["license"] == "other" and "non-commercial" in unknown["license_note"]
