@@ -401,7 +401,10 @@ def load_corpus(args, with_dialogues: bool = False) -> tuple:
     ``with_dialogues`` also each pair's dialogue turns, gold index (for same-dialogue negatives) and
     corpus name (for negatives from the context's own corpus): the five lists
     ``train.data.SelectionData.from_pairs`` takes. A ValueError names a bad or missing flag, or the
-    file that cannot be read."""
+    file that cannot be read. ``--limit`` is checked here, before anything is read, for every command."""
+    from .arguments import check_at_least  # here, not at the top: it imports the model (torch), this module need not
+
+    check_at_least("--limit", args.limit, 0)
     mix = parse_corpus_mix(args.corpus)
     for name, _ in mix:
         missing = ["--" + flag.replace("_", "-") for flag in _NEEDED[name] if not getattr(args, flag, None)]

@@ -34,7 +34,7 @@ from density_metric.gaussian import ESTIMATORS, GaussianAccumulator, GaussianSta
 from density_metric.repetition import RepetitionTerm
 from density_metric.repetition import check_settings as check_repetition_settings
 
-from .arguments import OUT_RULE, check_at_least, check_out, encoder_folder, local_checkpoint_folder
+from .arguments import OUT_RULE, check_out, encoder_folder, local_checkpoint_folder
 from .corpora import add_corpus_arguments, load_corpus
 from .flags import add_pair_format_arguments, init_from_pair_format, pair_format_from
 from .model import BACKBONE_ALIASES
@@ -258,7 +258,6 @@ def fit_command(args) -> None:
     try:
         encoder = encoder_folder(args.encoder, "--encoder")
         check_out(args.out, inputs=[Path(encoder)])
-        check_at_least("--limit", args.limit, 0)
         # an encoder folder with a density_config.json (a checkpoint, `train interpolate`'s output)
         # brings its pair format, which the flags may repeat but not contradict
         stored = (Path(encoder) / CONFIG_FILE).is_file()
@@ -389,7 +388,6 @@ def repetition_term_command(args) -> None:
     """``python -m train repetition-term``: a fitted checkpoint plus the repetition term of its training corpus."""
     try:
         check_out(args.out, inputs=[local_checkpoint_folder(args.checkpoint)], writes=CHECKPOINT_FILES)
-        check_at_least("--limit", args.limit, 0)
         train_pairs, valid_pairs = load_corpus(args)
         report = add_repetition_term(
             args.checkpoint,

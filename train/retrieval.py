@@ -385,7 +385,6 @@ def retrieval_index_command(args) -> None:
     try:
         check_out(out, file=True)
         check_at_least("--k", args.k, 1)
-        check_at_least("--limit", args.limit, 0)
         train_pairs, valid_pairs = load_corpus(args)
     except ValueError as err:
         fail(str(err))

@@ -91,7 +91,6 @@ def train_command(args) -> None:
 
     try:
         check_out(args.out)
-        check_at_least("--limit", args.limit, 0)
         check_at_least("--max-minutes", args.max_minutes, 0)
     except ValueError as err:
         fail(str(err))
