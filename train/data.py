@@ -120,12 +120,19 @@ class SelectionData:
         dialogues = None if self.dialogues is None else [self.dialogues[i] for i in rows]
         indices = None if self.turn_indices is None else [self.turn_indices[i] for i in rows]
         sources = None if self.sources is None else [self.sources[i] for i in rows]
-        selected = SelectionData(
-            [self.contexts[i] for i in rows], [self.responses[i] for i in rows], self.pool, dialogues, indices
+        return self._with_pools(
+            [self.contexts[i] for i in rows], [self.responses[i] for i in rows], dialogues, indices, sources
         )
-        if self.sources is not None:  # the same pools as the whole data's, not those of the selected pairs
-            selected.sources, selected._pools = sources, self._pools
-        return selected
+
+    def with_contexts(self, contexts: Sequence[list[str]]) -> SelectionData:
+        """These pairs with other contexts (e.g. grounding lines in front of them), over the same pools."""
+        return self._with_pools(list(contexts), self.responses, self.dialogues, self.turn_indices, self.sources)
+
+    def _with_pools(self, contexts, responses, dialogues, indices, sources) -> SelectionData:
+        """Pairs over this data's pool and each corpus's pool as they are, not recomputed from the new pairs."""
+        out = SelectionData(contexts, responses, self.pool, dialogues, indices)
+        out.sources, out._pools = sources, self._pools
+        return out
 
     def negatives(self, n: int, seed: int) -> list[list[str]]:
         """``n`` negatives per pair, drawn without replacement from the pair's pool (:meth:`pool_of`)

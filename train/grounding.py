@@ -230,10 +230,7 @@ def ground_pairs(
             lines = None
         contexts.append([*lines, *context] if lines else context)
         grounded += bool(lines)
-    out = SelectionData(contexts, data.responses, data.pool, data.dialogues, data.turn_indices)
-    if data.sources is not None:
-        out.sources, out._pools = data.sources, data._pools
-    return out, grounded
+    return data.with_contexts(contexts), grounded
 
 
 def dialogue_sentences(turns: Sequence[str]) -> frozenset[str]:
