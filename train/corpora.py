@@ -44,6 +44,7 @@ VALIDATION_SHARE = 0.05
 # Seed of the order in which a weighted mix takes each corpus's dialogues (and interleaves them).
 MIX_SEED = 0
 CHITCHAT_PACKAGE = "chitchat_dataset"  # PyPI chitchat-dataset==0.9.0
+PERSONA_PREFIX = "your persona:"  # how ConvAI2 marks a persona line (and train/grounding.py a grounding line)
 
 
 def _dataset(rows: list[dict]) -> datasets.Dataset:
@@ -221,7 +222,7 @@ def load_convai2(path: str | Path) -> datasets.Dataset:
             if index == "1" or current is None:
                 current = {"turns": [], "prefix": [], "responses": []}
                 rows.append(current)
-            if text.startswith("your persona:") and not current["turns"]:
+            if text.startswith(PERSONA_PREFIX) and not current["turns"]:
                 current["prefix"].append(text)
                 continue
             fields = text.split("\t")

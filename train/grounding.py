@@ -46,10 +46,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .corpora import PERSONA_PREFIX
 from .data import SelectionData, normalise
 from .grounding_validation import content_words
 
-PERSONA = "your persona: "
+PERSONA = PERSONA_PREFIX + " "  # the prefix of the grounding lines this module writes
 NEAR_TOTAL = 0.8  # a line this close to the gold, in either direction, is a copy, not grounding
 CANDIDATES = 200  # sentences looked at per gold: those of its rarest content words first, a seeded sample of the last
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -271,5 +272,5 @@ def benchmark_sentences(data_dir: str | Path) -> set[str]:
             texts += [turn for line in path.read_text(encoding="utf-8").splitlines() for turn in line.split("__eou__")]
     if not texts:
         raise ValueError(f"--grounding-exclude {data_dir}: no *.normalized.jsonl sets or DailyDialog files below it")
-    texts = [text.removeprefix(PERSONA.strip()).strip() for text in texts]
+    texts = [text.removeprefix(PERSONA_PREFIX).strip() for text in texts]
     return {normalise(sentence) for text in texts for sentence in sentences(text)} - {""}

@@ -50,6 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .corpora import PERSONA_PREFIX as PERSONA
 from .corpora import load_convai2
 from .data import normalise
 from .validation import auc, spearman
@@ -58,7 +59,6 @@ DEFAULT_FILE = "../shared/data/convai2/valid_unused_by_benchmarks.txt"
 DEFAULT_PAIRS = 1200
 DEFAULT_SEED = 0
 DEFAULT_DISTRACTORS = 4  # random replies beside each gold for Recall@1: 1 in 5
-PERSONA = "your persona:"
 
 # NLTK's English stop words (nltk.corpus.stopwords, 179 words), written out so nothing is downloaded.
 STOP_WORDS = frozenset(
