@@ -64,17 +64,12 @@ class DensityScorer:
             checkpoint, revision, cache_dir=cache_dir, local_files_only=local_files_only
         )
         self.encoder = Encoder.load(
-            self.checkpoint.encoder_path, self.checkpoint.config.pair_format, device=device, dtype=dtype
+            self.checkpoint.encoder_path,
+            self.checkpoint.config.pair_format,
+            device=device,
+            dtype=dtype,
+            max_length=max_length,
         )
-        if max_length is not None:
-            # Here rather than in Encoder.load, whose range check names 4 where the layout needs more: the range
-            # depends on the tokenizer's special tokens and the encoder's positions, known only once loaded.
-            pair_format = self.encoder.pair_format
-            self.encoder.pair_format = pair_format.with_max_length(
-                max_length,
-                pair_format.special_tokens(self.encoder.tokenizer),
-                limit=self.encoder.model.config.max_position_embeddings,
-            )
         self.stats = self.checkpoint.stats
         self.batch_size = int(batch_size)
         self.progress = progress
