@@ -43,16 +43,23 @@ def resolve_checkpoint(
     if path.exists():
         raise ValueError(f"checkpoint {str(checkpoint)!r} is a file; give its directory, or a Hub repo id")
     # Before any Hub call or warning: a path that does not exist is not a repo id either (those are name or org/name).
+    if not is_repo_id(str(checkpoint)):
+        raise ValueError(
+            f"checkpoint {str(checkpoint)!r} is neither a local directory nor a valid Hub repo id: no such directory"
+        )
+    return _load_from_hub(str(checkpoint), revision, cache_dir, bool(local_files_only))
+
+
+def is_repo_id(value: str) -> bool:
+    """Whether ``value`` is a valid Hub repo id (``name`` or ``org/name``), by huggingface_hub's own rule."""
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id
 
     try:
-        validate_repo_id(str(checkpoint))
+        validate_repo_id(value)
     except HFValidationError:
-        raise ValueError(
-            f"checkpoint {str(checkpoint)!r} is neither a local directory nor a valid Hub repo id: no such directory"
-        ) from None
-    return _load_from_hub(str(checkpoint), revision, cache_dir, bool(local_files_only))
+        return False
+    return True
 
 
 def _load_from_hub(repo_id: str, revision: str | None, cache_dir, local_files_only: bool) -> Checkpoint:

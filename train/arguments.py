@@ -20,7 +20,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from density_metric.checkpoint_format import CARD_FILE, CHECKPOINT_FILES, GAUSSIAN_FILE, RATING_FILE
-from density_metric.checkpoint_sources import BUNDLED_DIR, resolve_checkpoint
+from density_metric.checkpoint_sources import BUNDLED_DIR, is_repo_id, resolve_checkpoint
 
 from .model import BACKBONE_ALIASES, backbone_path
 
@@ -38,24 +38,13 @@ def check_at_least(flag: str, value: float, least: float) -> None:
         raise ValueError(f"{flag} must be at least {least}, got {value}")
 
 
-def _is_repo_id(value: str) -> bool:
-    from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id
-
-    try:
-        validate_repo_id(value)
-    except HFValidationError:
-        return False
-    return True
-
-
 def local_checkpoint_folder(value: str | Path) -> Path | None:
     """The folder of the checkpoint argument ``value`` when it needs no download: the bundled release
     for ``default``, else ``value`` itself if it is a folder; ``None`` for a Hub repo id."""
     if str(value) == "default":
         return BUNDLED_DIR
     path = Path(value)
-    return path if path.is_dir() or not _is_repo_id(str(value)) else None
+    return path if path.is_dir() or not is_repo_id(str(value)) else None
 
 
 def checkpoint_folder(value: str | Path, flag: str) -> Path:
@@ -85,7 +74,7 @@ def encoder_folder(value: str, flag: str) -> str:
         return value
     if path.exists():
         raise ValueError(f"{flag} {value}: a file, not a model folder or a Hub id")
-    if not _is_repo_id(value):
+    if not is_repo_id(value):
         raise ValueError(f"{flag} {value}: no such folder (and not a Hub id)")
     return value
 
