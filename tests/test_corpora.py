@@ -277,6 +277,24 @@ def test_load_corpus_with_dialogues_names_each_pairs_corpus(tmp_path):
     assert len(load_corpus(args)[0]) == 2  # without dialogues: (contexts, responses) as before
 
 
+def test_valid_corpus_sets_the_validation_pairs_apart_from_the_training_mix(tmp_path):
+    from train.corpora import load_corpus
+
+    write_dailydialog(tmp_path, [[f"d{i}", f"e{i}"] for i in range(40)], [["v", "w"], ["x", "y"]], [["t", "u"]])
+    lines = [json.dumps({"id": str(i), "turns": [f"s{i}", f"t{i}"]}) for i in range(200)]
+    (tmp_path / "dialogues.jsonl").write_text("\n".join(lines) + "\n")
+    flags = dict(corpus="dailydialog:1,self_dialogue:1", data_dir=tmp_path, self_dialogue=tmp_path)
+    mixed_train, mixed_valid = load_corpus(corpus_args(**flags), with_dialogues=True)
+    assert set(mixed_valid[4]) == {"dailydialog", "self_dialogue"}  # without the flag: the mix's own validation
+    train, valid = load_corpus(corpus_args(**flags, valid_corpus="dailydialog"), with_dialogues=True)
+    assert train == mixed_train  # the training pairs do not change
+    assert valid[1] == ["w", "y"] and set(valid[4]) == {"dailydialog"}
+    with pytest.raises(ValueError, match="--valid-corpus self_dialogue needs --self-dialogue"):
+        load_corpus(corpus_args(corpus="dailydialog", data_dir=tmp_path, valid_corpus="self_dialogue"))
+    with pytest.raises(ValueError, match="--valid-corpus 'nope': unknown corpus"):
+        load_corpus(corpus_args(corpus="dailydialog", data_dir=tmp_path, valid_corpus="nope"))
+
+
 def test_the_train_command_trains_on_a_weighted_corpus_mix(backbone, tmp_path):
     from train.__main__ import main
 

@@ -308,26 +308,26 @@ _FLAG_OF = {
 }
 
 
-def parse_corpus_mix(text: str) -> tuple[tuple[str, float], ...]:
+def parse_corpus_mix(text: str, flag: str = "--corpus") -> tuple[tuple[str, float], ...]:
     """``--corpus``: one corpus name, or ``name:weight`` items separated by commas (a bare name weighs
     1), e.g. ``dailydialog:1,self_dialogue:0.5,chitchat:0.5``; a ValueError names the flag and the item."""
     mix = []
     for item in str(text).split(","):
         name, colon, weight = (part.strip() for part in item.partition(":"))
         if name not in CORPORA:
-            raise ValueError(f"--corpus {text!r}: unknown corpus {name!r}; corpora: {', '.join(CORPORA)}")
+            raise ValueError(f"{flag} {text!r}: unknown corpus {name!r}; corpora: {', '.join(CORPORA)}")
         if name in (seen[0] for seen in mix):
-            raise ValueError(f"--corpus {text!r}: {name!r} is given twice")
+            raise ValueError(f"{flag} {text!r}: {name!r} is given twice")
         try:
             value = float(weight) if colon else 1.0
         except ValueError:
             value = float("nan")
         if not math.isfinite(value) or value <= 0:
-            raise ValueError(f"--corpus {text!r}: the weight of {name!r} must be a positive number, got {weight!r}")
+            raise ValueError(f"{flag} {text!r}: the weight of {name!r} must be a positive number, got {weight!r}")
         mix.append((name, value))
     names = [name for name, _ in mix]
     if "convai2" in names and "jsonl" in names:
-        raise ValueError(f"--corpus {text!r}: convai2 and jsonl both read --train-file; mix at most one of them")
+        raise ValueError(f"{flag} {text!r}: convai2 and jsonl both read --train-file; mix at most one of them")
     return tuple(mix)
 
 
@@ -390,6 +390,11 @@ def add_corpus_arguments(parser) -> None:
         help="clean (default): DailyDialog's training split without the dialogues that also occur in its "
         "validation or test split (258 of 11,118); official: the published split",
     )
+    parser.add_argument(
+        "--valid-corpus",
+        help="the validation pairs' corpus or mix, in --corpus's form (default: --corpus), e.g. dailydialog to "
+        "judge a mixed training run on the same validation pairs as a DailyDialog-only one",
+    )
     parser.add_argument("--self-dialogue", help="the Self-dialogue corpus's dialogues.jsonl (or its folder)")
     parser.add_argument("--train-file", help="ConvAI2 (ParlAI self_original) or JSONL training file")
     parser.add_argument("--valid-file", help="its validation file")
@@ -398,7 +403,8 @@ def add_corpus_arguments(parser) -> None:
 
 
 def load_corpus(args, with_dialogues: bool = False) -> tuple:
-    """(train pairs, validation pairs) of the chosen corpus or mix: (contexts, responses) each, or with
+    """(train pairs, validation pairs) of the chosen corpus or mix (the validation pairs of
+    ``--valid-corpus`` where given): (contexts, responses) each, or with
     ``with_dialogues`` also each pair's dialogue turns, gold index (for same-dialogue negatives) and
     corpus name (for negatives from the context's own corpus): the five lists
     ``train.data.SelectionData.from_pairs`` takes. A ValueError names a bad or missing flag, or the
@@ -406,15 +412,18 @@ def load_corpus(args, with_dialogues: bool = False) -> tuple:
     from .arguments import check_at_least  # here, not at the top: it imports the model (torch), this module need not
 
     check_at_least("--limit", args.limit, 0)
-    mix = parse_corpus_mix(args.corpus)
-    for name, _ in mix:
-        missing = ["--" + flag.replace("_", "-") for flag in _NEEDED[name] if not getattr(args, flag, None)]
-        if missing:
-            raise ValueError(f"--corpus {args.corpus} needs {' and '.join(missing)}")
-    loaded = []
-    for name, weight in mix:
+    mixes = [parse_corpus_mix(args.corpus)]
+    valid_corpus = getattr(args, "valid_corpus", None)
+    mixes.append(parse_corpus_mix(valid_corpus, "--valid-corpus") if valid_corpus else mixes[0])
+    for flag, text, mix in (("--corpus", args.corpus, mixes[0]), ("--valid-corpus", valid_corpus, mixes[1])):
+        for name, _ in mix:
+            missing = ["--" + need.replace("_", "-") for need in _NEEDED[name] if not getattr(args, need, None)]
+            if missing:
+                raise ValueError(f"{flag} {text} needs {' and '.join(missing)}")
+    splits_of: dict[str, list] = {}
+    for name in dict.fromkeys(name for mix in mixes for name, _ in mix):
         try:
-            splits = _load_splits(name, args)
+            splits_of[name] = _load_splits(name, args)
         except (OSError, UnicodeDecodeError) as err:  # a user's path or file: one line, not a traceback
             flag = _FLAG_OF.get(name, "--train-file / --valid-file")
             if isinstance(err, OSError) and err.filename and err.strerror:
@@ -422,10 +431,9 @@ def load_corpus(args, with_dialogues: bool = False) -> tuple:
             else:
                 problem = f"{type(err).__name__}: {err}"
             raise ValueError(f"--corpus {name} ({flag}): {problem}") from None
-        loaded.append((name, weight, splits))
     pairs = []
-    for split in range(2):
-        dialogues, sources = mix_dialogues([(name, weight, splits[split]) for name, weight, splits in loaded])
+    for split, mix in enumerate(mixes):
+        dialogues, sources = mix_dialogues([(name, weight, splits_of[name][split]) for name, weight in mix])
         found = response_pairs_with_dialogues(dialogues)
         if with_dialogues:
             per_pair = [source for source, row in zip(sources, dialogues["responses"]) for _ in row]
