@@ -13,6 +13,7 @@ from train.negative_kinds import (
     drop_negative,
     earlier_negative,
     echo_negative,
+    grounding_negative,
     random_negative,
     repeat_negative,
     same_dialogue_negative,
@@ -193,6 +194,7 @@ def test_no_generator_returns_a_copy_of_the_gold(gold_words, context_words, seed
         "drop": drop_negative(gold, rng(seed)),
         "shuffle": shuffle_negative(gold, rng(seed)),
         "same-dialogue": same_dialogue_negative(turns, len(context), rng(seed)),
+        "grounding": grounding_negative(["your persona: " + turn for turn in context], gold, rng(seed)),
     }
     for kind, output in outputs.items():
         if output is not None:
@@ -305,7 +307,21 @@ def test_every_context_gets_n_distinct_valid_negatives(data, retrieval):
             assert normalise(text) != normalise(gold)
             if kind not in CONTEXT_KINDS:
                 assert text not in context, (kind, text)
-    assert kinds_seen == set(KINDS)
+    assert kinds_seen == set(KINDS) - {"grounding"}  # MIX: every kind but grounding (no persona lines here)
+
+
+def test_grounding_is_a_persona_line_without_its_prefix_never_a_turn_nor_the_gold():
+    context = ["your persona: i love cats .", "your persona: I work at a bank.", "Hi , do you have pets ?"]
+    picks = {grounding_negative(context, "I have two cats .", rng(s)) for s in range(40)}
+    assert picks == {"i love cats .", "I work at a bank."}
+    assert {grounding_negative(context, "I work at a bank !", rng(s)) for s in range(20)} == {"i love cats ."}
+    assert grounding_negative(["Hi , do you have pets ?", "Yes ."], "I do .", rng(0)) is None
+    data = SelectionData.from_pairs([context[:2] + ["Hello ."], ["Hello ."]], ["Hi .", "Fine ."])
+    [[(label, negative)], [(fallback, _)]] = draw_labelled_negatives(
+        data, [0, 1], 1, NegativeMix.parse("grounding:1"), seed=0, epoch=0
+    )
+    assert label == "grounding" and negative in {"i love cats .", "I work at a bank."}
+    assert fallback == "random"  # no grounding line in that context
 
 
 def test_one_turn_contexts_and_one_word_replies_fall_back_to_random():

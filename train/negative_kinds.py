@@ -24,6 +24,9 @@ and returns one negative, or ``None`` where it cannot make a valid one:
   at least one kept); punctuation tokens are not words and stay.
 - ``shuffle`` (:func:`shuffle_negative`): the gold's tokens shuffled within consecutive windows
   of 3 or 4.
+- ``grounding`` (:func:`grounding_negative`): one of the context's persona or grounding lines
+  ("your persona: ..."), verbatim without its prefix; none for a context without such lines. A
+  pilot kind of issue 50: whether a reply that only restates a grounding line should lie far out.
 - ``retrieved`` (:func:`train.retrieval.retrieved_negative`): one of the gold's nearest training utterances by
   embedding similarity (:mod:`train.retrieval`: top-k, near-duplicates above a ceiling already
   left out), never a context turn.
@@ -38,10 +41,23 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .corpora import PERSONA_PREFIX
 from .data import normalise
 
 # New kinds go at the end: a kind's position is its seed stream, so the others' draws stay the same.
-KINDS = ("random", "same-dialogue", "echo", "speaker", "repeat", "drop", "shuffle", "retrieved", "earlier", "span")
+KINDS = (
+    "random",
+    "same-dialogue",
+    "echo",
+    "speaker",
+    "repeat",
+    "drop",
+    "shuffle",
+    "retrieved",
+    "earlier",
+    "span",
+    "grounding",
+)
 # Kinds that change the gold's words: the word sequence must differ from the gold's.
 PERTURBATIONS = frozenset({"repeat", "drop", "shuffle"})
 # Kinds made from the gold's own words (a perturbation, or the gold behind the previous turn):
@@ -50,7 +66,7 @@ GOLD_KINDS = frozenset({"speaker", *PERTURBATIONS})
 # Kinds whose negatives are (or may be) context turns by definition.
 CONTEXT_KINDS = frozenset({"echo", "same-dialogue", "earlier", "span"})
 # Kinds that copy the context, in whole or in part: what the density must learn to put far out.
-COPY_KINDS = frozenset({"echo", "speaker", "earlier", "span"})
+COPY_KINDS = frozenset({"echo", "speaker", "earlier", "span", "grounding"})
 ECHO_LAST = 0.7  # probability that echo repeats the last context turn
 SPAN_LAST = 0.7  # probability that span copies from the last context turn
 SPAN_WORDS = (3, 12)  # shortest and longest span, in whitespace tokens
@@ -114,6 +130,15 @@ def echo_negative(context: Sequence[str], gold: str, rng: np.random.Generator) -
     if last is not None and (rng.random() < ECHO_LAST or not others):
         return last
     return others[rng.integers(len(others))]
+
+
+def grounding_negative(context: Sequence[str], gold: str, rng: np.random.Generator) -> str | None:
+    """One of the context's grounding lines (those that start with ``your persona:``), uniformly, without
+    the prefix; never a normalised copy of the gold. ``None`` where the context has no such line."""
+    gold_key = normalise(gold)
+    lines = [turn[len(PERSONA_PREFIX) :].strip() for turn in context if turn.startswith(PERSONA_PREFIX)]
+    usable = [line for line in lines if line and normalise(line) != gold_key]
+    return usable[rng.integers(len(usable))] if usable else None
 
 
 def speaker_negative(context: Sequence[str], gold: str, rng: np.random.Generator) -> str | None:

@@ -49,6 +49,7 @@ from .negative_kinds import (
     drop_negative,
     earlier_negative,
     echo_negative,
+    grounding_negative,
     random_negative,
     repeat_negative,
     same_dialogue_negative,
@@ -179,6 +180,8 @@ def _generate(kind: str, data: SelectionData, row: int, rng: np.random.Generator
         return drop_negative(gold, rng)
     if kind == "shuffle":
         return shuffle_negative(gold, rng)
+    if kind == "grounding":
+        return grounding_negative(context, gold, rng)
     if kind == "retrieved":
         return retrieved_negative(gold, context, retrieval, rng)
     raise ValueError(f"no generator for negative kind {kind!r}")
