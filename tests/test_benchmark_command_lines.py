@@ -10,7 +10,17 @@ from pathlib import Path
 
 import pytest
 
-WORK = ("load_dailydialog", "DensityScorer", "Trainer", "plot", "module", "compare", "loop_compare", "markdown")
+WORK = (
+    "load_dailydialog",
+    "held_out_dialogues",
+    "DensityScorer",
+    "Trainer",
+    "plot",
+    "module",
+    "compare",
+    "loop_compare",
+    "markdown",
+)
 
 
 @pytest.fixture
@@ -103,6 +113,20 @@ def cases(data, empty, not_a_checkpoint, log):
         ("few_shot", [*good, "--out", empty / "o", "--folds", 1], "--folds must be at least 2, got 1"),
         ("few_shot", [*good, "--out", log], f"--out {log}: is a file, not a folder"),
         ("few_shot", [*good, "--out", empty / "o", "--checkpoint", not_a_checkpoint], "--checkpoint "),
+        ("corpus_probes", ["--data-dir", empty, "--out", empty / "o"], f"--data-dir {empty}: no dailydialog/"),
+        (
+            "corpus_probes",
+            ["--data-dir", empty, "--corpora", "self_dialogue", "--out", empty / "o"],
+            f"--data-dir {empty}: no self_dialogue folder",
+        ),
+        ("corpus_probes", [*good, "--out", log], f"--out {log}: is a file, not a folder"),
+        ("corpus_probes", [*good, "--out", empty / "o", "--probes", 0], "--probes must be at least 1, got 0"),
+        ("corpus_probes", [*good, "--out", empty / "o", "--corpora", "opensubtitles"], "invalid choice"),
+        (
+            "corpus_probes",
+            [*good, "--corpora", "dailydialog", "--out", empty / "o", "--checkpoint", not_a_checkpoint],
+            "--checkpoint ",
+        ),
         ("compare_speed", ["--systems", 1], "--systems must be at least 2, got 1"),
         ("compare_speed", ["--trials", 0], "--trials must be at least 1, got 0"),
         ("compare_speed", ["--out", empty], f"--out {empty}: is a folder, not a file"),
