@@ -54,7 +54,15 @@ def test_pairs_with_dialogues_add_each_pairs_turns_and_gold_index_without_the_pr
     plain = response_pairs_with_dialogues([["a", "b", "c"]])
     assert plain == ([["a"], ["a", "b"]], ["b", "c"], [["a", "b", "c"], ["a", "b", "c"]], [1, 2])
     data = SelectionData.from_pairs(*response_pairs_with_dialogues(corpus))
-    assert data.pool == SelectionData.from_pairs(*response_pairs(corpus)).pool and data.turn_indices == indices
+    assert data.turn_indices == indices
+    # With the dialogues known, the pool of random negatives holds the utterances only, never a persona line.
+    utterances = {turn for dialogue in turns for turn in dialogue}
+    assert data.pool == sorted(utterances)
+    assert set(SelectionData.from_pairs(*response_pairs(corpus)).pool) - utterances == {
+        line for context in contexts for line in context if line.startswith("your persona:")
+    }
+    plain_data = SelectionData.from_pairs(*plain)
+    assert plain_data.pool == SelectionData.from_pairs(*plain[:2]).pool == ["a", "b", "c"]
 
 
 def test_malformed_convai2_line_names_file_and_line(tmp_path):

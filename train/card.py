@@ -45,6 +45,18 @@ DATASETS = {
         "mit",
         "The BYU Chit-Chat Challenge data (chitchat-dataset 0.9.0) is licensed MIT.",
     ),
+    "personachat": (
+        "personachat",
+        "a PersonaChat training subset (1,072 dialogues)",
+        "other",
+        "The PersonaChat subset's redistributor states no licence; upstream is ParlAI's PersonaChat / ConvAI2.",
+    ),
+    "topical_chat": (
+        "topical_chat",
+        "Topical-Chat (validation conversations)",
+        "cdla-sharing-1.0",
+        "Topical-Chat is licensed CDLA-Sharing-1.0; its Wikipedia text CC BY-SA 3.0.",
+    ),
 }
 UNKNOWN_LICENCE = "Check the training corpus's licence before use."
 

@@ -25,6 +25,8 @@ from .losses import CONTRASTIVE_AVERAGES
 from .negatives import KINDS, NegativeMix
 from .selection import parse_floor, required_metrics
 
+GROUNDED_CORPORA = ("personachat", "topical_chat")  # the corpora of train/grounded_corpora.py
+
 # Flags of `python -m train train` that a resumed run may change: they set how fast or how long the
 # run goes, or act after the loop (the final fit and the card), so the trained weights stay those of
 # one recipe. Every other flag of the recipe is compared with the one the run started with.
@@ -120,6 +122,12 @@ class TrainConfig:
     grounding_exclude: str = ""
     grounding_valid: str = ""
     grounding_valid_pairs: int = 1200
+    # Grounded corpora (issue 55) whose held-out split every evaluation also scores as a grounding signal
+    # (grounding_<corpus>/..., e.g. "personachat,topical_chat"; "": none), and the corpus whose training golds
+    # fit a second evaluation Gaussian: every density metric is then also logged under it as plain/... ("": none),
+    # so that a gain of the encoder is told apart from a gain of the Gaussian.
+    grounded_valid: str = ""
+    plain_fit_corpus: str = ""
 
     def __post_init__(self):
         if isinstance(self.pair_format, dict):  # as read back from trainer_state.json
@@ -189,8 +197,16 @@ class TrainConfig:
                 "grounding lines never use"
             )
         check_at_least("--grounding-valid-pairs", self.grounding_valid_pairs, 1)
+        unknown = [name for name in self.grounded_corpora if name not in GROUNDED_CORPORA]
+        if unknown:
+            raise ValueError(f"--grounded-valid: {unknown} are not grounded corpora; choose from {GROUNDED_CORPORA}")
         if self.mixed_precision not in ("auto", "no", "bf16", "fp16"):
             raise ValueError(f"mixed_precision must be 'auto', 'no', 'bf16' or 'fp16', got {self.mixed_precision!r}")
+
+    @property
+    def grounded_corpora(self) -> list[str]:
+        """The corpora of ``grounded_valid``, in order."""
+        return [name.strip() for name in self.grounded_valid.split(",") if name.strip()]
 
     @property
     def excluded_kinds(self) -> frozenset[str]:

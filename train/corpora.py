@@ -15,6 +15,8 @@ Corpora (``--corpus``, one name or a weighted mix, :func:`parse_corpus_mix`):
   BSD-3), ``dialogues.jsonl`` of the shared data folder;
 - ``chitchat`` (:func:`load_chitchat`): the BYU Chit-Chat Challenge (MIT), read from the installed
   PyPI package ``chitchat-dataset==0.9.0``;
+- ``personachat``, ``topical_chat`` (:mod:`train.grounded_corpora`): real grounded dialogues, the persona lines
+  or the cited knowledge first in each context;
 - ``convai2``, ``jsonl``, ``hub``: files or a Hub dataset the user names.
 
 Self-dialogue and Chit-Chat publish no split: each gets a seeded 5 % validation split by dialogue
@@ -290,12 +292,14 @@ def response_pairs_with_dialogues(
 
 # --- the corpus flags of the commands ---------------------------------------------------------
 
-CORPORA = ("dailydialog", "self_dialogue", "chitchat", "convai2", "jsonl", "hub")
+CORPORA = ("dailydialog", "self_dialogue", "chitchat", "personachat", "topical_chat", "convai2", "jsonl", "hub")
 # The flags each corpus needs.
 _NEEDED = {
     "dailydialog": ["data_dir"],
     "self_dialogue": ["self_dialogue"],
     "chitchat": [],
+    "personachat": ["personachat"],
+    "topical_chat": ["topical_chat"],
     "convai2": ["train_file", "valid_file"],
     "jsonl": ["train_file", "valid_file"],
     "hub": ["hub_id"],
@@ -304,6 +308,8 @@ _FLAG_OF = {
     "dailydialog": "--data-dir",
     "self_dialogue": "--self-dialogue",
     "chitchat": "chitchat-dataset",
+    "personachat": "--personachat",
+    "topical_chat": "--topical-chat",
     "hub": "--hub-id",
 }
 
@@ -396,6 +402,14 @@ def add_corpus_arguments(parser) -> None:
         "judge a mixed training run on the same validation pairs as a DailyDialog-only one",
     )
     parser.add_argument("--self-dialogue", help="the Self-dialogue corpus's dialogues.jsonl (or its folder)")
+    parser.add_argument(
+        "--personachat",
+        help="the PersonaChat training subset's dialogues.jsonl (or its folder, personachat_train_subset)",
+    )
+    parser.add_argument(
+        "--topical-chat",
+        help="the Topical-Chat validation conversations' dialogues.jsonl (or its folder, topical_chat_valid)",
+    )
     parser.add_argument("--train-file", help="ConvAI2 (ParlAI self_original) or JSONL training file")
     parser.add_argument("--valid-file", help="its validation file")
     parser.add_argument("--hub-id", help="Hub dataset with a 'turns' column and train/validation splits")
@@ -423,7 +437,7 @@ def load_corpus(args, with_dialogues: bool = False) -> tuple:
     splits_of: dict[str, list] = {}
     for name in dict.fromkeys(name for mix in mixes for name, _ in mix):
         try:
-            splits_of[name] = _load_splits(name, args)
+            splits_of[name] = load_splits(name, args)
         except (OSError, UnicodeDecodeError) as err:  # a user's path or file: one line, not a traceback
             flag = _FLAG_OF.get(name, "--train-file / --valid-file")
             if isinstance(err, OSError) and err.filename and err.strerror:
@@ -445,7 +459,7 @@ def load_corpus(args, with_dialogues: bool = False) -> tuple:
     return pairs[0], pairs[1]
 
 
-def _load_splits(name: str, args) -> list:
+def load_splits(name: str, args) -> list:
     """The (train, validation) dialogues of corpus ``name``, as ``args`` names them."""
     if name == "dailydialog":
         if getattr(args, "dailydialog_train", "clean") == "official":
@@ -465,6 +479,11 @@ def _load_splits(name: str, args) -> list:
     if name == "chitchat":
         dialogues = read_chitchat()
         return [_split_rows(dialogues, split, name) for split in SEEDED_SPLITS]
+    if name in ("personachat", "topical_chat"):
+        from .grounded_corpora import load_personachat, load_topical_chat
+
+        load = load_personachat if name == "personachat" else load_topical_chat
+        return [load(getattr(args, name), split) for split in SEEDED_SPLITS]
     if name == "convai2":
         return [load_convai2(args.train_file), load_convai2(args.valid_file)]
     if name == "jsonl":

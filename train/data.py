@@ -83,9 +83,14 @@ class SelectionData:
         sources: list[str] | None = None,
     ) -> SelectionData:
         """The pairs with the pool of their turns; ``from_pairs(*response_pairs_with_dialogues(corpus))``
-        also keeps each pair's dialogue (the pool is the same either way), and
+        also keeps each pair's dialogue (then the pool leaves out the lines before the dialogue's turns, such as
+        persona or knowledge lines: they are no one's utterance; without such lines the pool is the same), and
         ``from_pairs(*train.corpora.load_corpus(args, with_dialogues=True)[0])`` each pair's corpus."""
-        pool = sorted({turn for context in contexts for turn in context} | set(responses))
+        if dialogues is not None and turn_indices is not None:  # the turns only: a prefix line is no utterance
+            pool = {turn for context, i in zip(contexts, turn_indices) for turn in context[len(context) - i :]}
+        else:
+            pool = {turn for context in contexts for turn in context}
+        pool = sorted(pool | set(responses))
         return cls(contexts, responses, pool, dialogues, turn_indices, sources)
 
     @property

@@ -32,20 +32,24 @@ def encode_groups(tokenizer, config: TrainConfig, contexts, candidates) -> dict[
 class Evaluation:
     """The evaluation half of :class:`train.loop.Trainer`, its base class. It reads the trainer's
     ``config``, ``accelerator``, ``model``, ``tokenizer``, ``train_data``, ``valid_data``,
-    ``valid_negatives``, ``valid_kinds``, ``fit_rows``, ``dev``, ``grounding`` and ``progress``, and calls its
+    ``valid_negatives``, ``valid_kinds``, ``fit_rows``, ``plain_fit_rows``, ``dev``, ``grounding_sets`` and
+    ``progress``, and calls its
     ``_retrieval_index``, ``_log`` and ``save_state``."""
 
     def metric_names(self) -> list[str]:
         """The names :meth:`evaluate` logs in this run (the per-kind and dev ones on one process only)."""
         names = ["recall_at_1", "mrr"]
         if self.accelerator.num_processes == 1:
-            names += [f"auc_{by}/{kind}" for kind in self.valid_kinds for by in ("f", "density")]
-            names += ["gold_overlap_spearman"] if self.valid_kinds else []
+            names += [f"auc_f/{kind}" for kind in self.valid_kinds]
+            density = [f"auc_density/{kind}" for kind in self.valid_kinds]
+            density += ["gold_overlap_spearman"] if self.valid_kinds else []
             if self.dev is not None:
                 suffixes = ("pearson", "spearman", "overlap_spearman", "human_overlap_spearman")
-                names += [f"{self.dev.name}_{suffix}" for suffix in suffixes]
-            if self.grounding is not None:
-                names += list(self.grounding.metric_names())
+                density += [f"{self.dev.name}_{suffix}" for suffix in suffixes]
+            for grounding in self.grounding_sets:
+                density += list(grounding.metric_names())
+            names += density
+            names += [f"plain/{name}" for name in density] if self.plain_fit_rows is not None else []
         return names
 
     def _validation_candidates(self, valid: SelectionData) -> dict[str, list[str]]:
@@ -109,7 +113,7 @@ class Evaluation:
             totals += torch.tensor([recall.sum().item(), mrr.sum().item(), float(len(mine))], device=totals.device)
         totals = accelerator.reduce(totals, "sum")
         metrics = {"recall_at_1": (totals[0] / totals[2]).item(), "mrr": (totals[1] / totals[2]).item()}
-        if accelerator.num_processes == 1 and (self.valid_kinds or self.dev is not None or self.grounding is not None):
+        if accelerator.num_processes == 1 and (self.valid_kinds or self.dev is not None or self.grounding_sets):
             metrics.update(self._density_metrics())
         self.model.train()
         return metrics
@@ -127,35 +131,46 @@ class Evaluation:
             logits.append(g.double().cpu().numpy())
         return np.concatenate(features), np.concatenate(logits)
 
+    def _fit(self, rows) -> GaussianStats:
+        """A Gaussian of the current encoder's features of the training golds ``rows``."""
+        train = self.train_data
+        features, _ = self._outputs([train.contexts[i] for i in rows], [[train.responses[i]] for i in rows])
+        accumulator = GaussianAccumulator(features.shape[1])
+        accumulator.update(features)
+        return GaussianStats.fit(accumulator)
+
     def _density_metrics(self) -> dict:
-        """Per-kind AUCs (f and DEnsity) and dev correlations, with a Gaussian fitted now (see train.validation)."""
-        train, rows = self.train_data, self.fit_rows
-        fit_features, _ = self._outputs([train.contexts[i] for i in rows], [[train.responses[i]] for i in rows])
-        accumulator = GaussianAccumulator(fit_features.shape[1])
-        accumulator.update(fit_features)
-        stats = GaussianStats.fit(accumulator)
+        """Per-kind AUCs (f and DEnsity), dev correlations and grounding signals, with a Gaussian fitted now
+        (see train.validation); with ``plain_fit_rows``, the density ones again under their Gaussian (plain/)."""
+        gaussians = {"": self._fit(self.fit_rows)}
+        if self.plain_fit_rows is not None:
+            gaussians["plain/"] = self._fit(self.plain_fit_rows)
         metrics = {}
         if self.valid_kinds:
             data, kinds = self.valid_data, list(self.valid_kinds)
             groups = [[data.responses[i], *(self.valid_kinds[kind][i] for kind in kinds)] for i in range(len(data))]
             features, logits = self._outputs(data.contexts, groups)
-            scores = -stats.distances(features).reshape(len(data), -1)
             logits = logits.reshape(len(data), -1)
             for column, kind in enumerate(kinds, start=1):
                 metrics[f"auc_f/{kind}"] = auc(logits[:, 0], logits[:, column])
-                metrics[f"auc_density/{kind}"] = auc(scores[:, 0], scores[:, column])
-            metrics["gold_overlap_spearman"] = 100 * spearman(
-                scores[:, 0], last_turn_overlap(data.contexts, data.responses)
-            )
+            overlap = last_turn_overlap(data.contexts, data.responses)
+            for prefix, stats in gaussians.items():
+                scores = -stats.distances(features).reshape(len(data), -1)
+                for column, kind in enumerate(kinds, start=1):
+                    metrics[f"{prefix}auc_density/{kind}"] = auc(scores[:, 0], scores[:, column])
+                metrics[f"{prefix}gold_overlap_spearman"] = 100 * spearman(scores[:, 0], overlap)
         if self.dev is not None:
             features, _ = self._outputs(self.dev.contexts, [[response] for response in self.dev.responses])
-            scores = -stats.distances(features)
-            metrics[f"{self.dev.name}_pearson"] = 100 * pearson(scores, self.dev.human)
-            metrics[f"{self.dev.name}_spearman"] = 100 * spearman(scores, self.dev.human)
             overlap = last_turn_overlap(self.dev.contexts, self.dev.responses)
-            metrics[f"{self.dev.name}_overlap_spearman"] = 100 * spearman(scores, overlap)
-            metrics[f"{self.dev.name}_human_overlap_spearman"] = 100 * spearman(self.dev.human, overlap)
-        if self.grounding is not None:  # the golds of --grounding-valid with their echoes and distractors
-            features, _ = self._outputs(self.grounding.contexts, self.grounding.groups())
-            metrics.update(group_metrics(-stats.distances(features), self.grounding))
+            for prefix, stats in gaussians.items():
+                scores, name = -stats.distances(features), prefix + self.dev.name
+                metrics[f"{name}_pearson"] = 100 * pearson(scores, self.dev.human)
+                metrics[f"{name}_spearman"] = 100 * spearman(scores, self.dev.human)
+                metrics[f"{name}_overlap_spearman"] = 100 * spearman(scores, overlap)
+                metrics[f"{name}_human_overlap_spearman"] = 100 * spearman(self.dev.human, overlap)
+        for grounding in self.grounding_sets:  # golds of grounded dialogues with their echoes and distractors
+            features, _ = self._outputs(grounding.contexts, grounding.groups())
+            for prefix, stats in gaussians.items():
+                found = group_metrics(-stats.distances(features), grounding)
+                metrics.update({prefix + name: value for name, value in found.items()})
         return metrics

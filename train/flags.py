@@ -274,6 +274,21 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
         default=1200,
         help="seeded golds of --grounding-valid, each scored with its echo and 4 distractors (default 1200)",
     )
+    grounding.add_argument(
+        "--grounded-valid",
+        default="",
+        metavar="CORPORA",
+        help="grounded corpora (personachat, topical_chat; comma-separated) whose held-out split every evaluation "
+        "scores like --grounding-valid, logged as grounding_<corpus>/*, up to --grounding-valid-pairs golds each; "
+        "needs each corpus's folder flag (--personachat, --topical-chat)",
+    )
+    grounding.add_argument(
+        "--plain-fit-corpus",
+        default="",
+        metavar="CORPUS",
+        help="also log every density metric under a Gaussian of this corpus's training golds only, as plain/* "
+        "(e.g. dailydialog in a mixed run: is a gain the encoder's or the Gaussian's?)",
+    )
     density = parser.add_argument_group(
         "fine-tuning and the density term (train/density_term.py: copies of the context must lie farther "
         "out than golds under the Gaussian of the current golds)"

@@ -95,6 +95,11 @@ def persona_lines(context: Sequence[str]) -> str:
     return " ".join(turn[len(PERSONA) :].strip() for turn in context if turn.startswith(PERSONA))
 
 
+def grounding_text(lines: Sequence[str]) -> str:
+    """A context's grounding lines (a corpus row's ``prefix``) joined by spaces, a "your persona:" prefix removed."""
+    return " ".join(line[len(PERSONA) :].strip() if line.startswith(PERSONA) else line.strip() for line in lines)
+
+
 @dataclass
 class GroundingSet:
     """The scored groups: per gold, its context, the gold, the echo of its last turn and its distractors.
@@ -111,6 +116,7 @@ class GroundingSet:
     last_turn: np.ndarray
     seed: int = DEFAULT_SEED
     source: str = ""
+    name: str = "grounding"  # the metrics' prefix: grounding/... for ConvAI2, grounding_<corpus>/... for a corpus
 
     def __len__(self) -> int:
         return len(self.golds)
@@ -119,7 +125,7 @@ class GroundingSet:
         """The names :func:`group_metrics` returns for this set (Recall@1 only with distractors)."""
         names = ("persona_spearman", "last_turn_spearman", "echo_win", "echo_auc")
         names += ("recall_at_1",) if any(self.distractors) else ()
-        return tuple(f"grounding/{name}" for name in names)
+        return tuple(f"{self.name}/{name}" for name in names)
 
     def groups(self) -> list[list[str]]:
         """Per context, its candidates: the gold, the echo, then the distractors (1 + 1 + k)."""
@@ -133,19 +139,24 @@ class GroundingSet:
         seed: int = DEFAULT_SEED,
         distractors: int = DEFAULT_DISTRACTORS,
         source: str = "",
+        name: str = "grounding",
     ) -> GroundingSet:
-        """``n`` seeded golds of ``dialogues`` (a :func:`train.corpora.load_convai2` dataset; all of them
-        if it has fewer), each with ``distractors`` distinct replies of other dialogues of the set that are
-        not copies of it (:func:`train.data.normalise`), drawn from the stream ``[seed, 1]``."""
+        """``n`` seeded golds of ``dialogues`` (a corpus dataset of :mod:`train.corpora` whose ``prefix`` holds
+        the grounding lines, e.g. :func:`train.corpora.load_convai2`'s; all of them if it has fewer), each with
+        ``distractors`` distinct replies of other dialogues of the set that are not copies of it
+        (:func:`train.data.normalise`), drawn from the stream ``[seed, 1]``. Only golds whose context has
+        grounding lines are drawn (every ConvAI2 gold has). A gold's grounding use (``persona``) is its
+        :func:`content_overlap` with those lines, a "your persona:" prefix removed."""
         if n < 1 or distractors < 0:
             raise ValueError(f"the grounding set needs n >= 1 and distractors >= 0, got {n} and {distractors}")
-        contexts, golds, owners = [], [], []
+        contexts, golds, owners, lines = [], [], [], []
         for number, row in enumerate(dialogues):
             turns, prefix = list(row["turns"]), list(row["prefix"])
-            for i in row["responses"]:
+            for i in row["responses"] if prefix else ():
                 contexts.append(prefix + turns[:i])
                 golds.append(turns[i])
                 owners.append(number)
+                lines.append(grounding_text(prefix))
         if not golds:
             raise ValueError(f"{source or 'the grounding set'}: no gold replies")
         owners = np.asarray(owners)
@@ -167,10 +178,10 @@ class GroundingSet:
             chosen.append(picked)
         contexts = [contexts[i] for i in rows]
         golds = [golds[i] for i in rows]
-        persona = np.array([content_overlap(g, persona_lines(c)) for c, g in zip(contexts, golds)])
+        persona = np.array([content_overlap(golds[k], lines[i]) for k, i in enumerate(rows)])
         last = np.array([content_overlap(g, c[-1]) for c, g in zip(contexts, golds)])
         echoes = [context[-1] for context in contexts]
-        return cls(contexts, golds, echoes, chosen, persona, last, seed, source)
+        return cls(contexts, golds, echoes, chosen, persona, last, seed, source, name)
 
     @classmethod
     def load(
@@ -185,27 +196,32 @@ class GroundingSet:
 
 
 def grounding_metrics(
-    gold: np.ndarray, echo: np.ndarray, distractors: np.ndarray, persona: np.ndarray, last_turn: np.ndarray
+    gold: np.ndarray,
+    echo: np.ndarray,
+    distractors: np.ndarray,
+    persona: np.ndarray,
+    last_turn: np.ndarray,
+    name: str = "grounding",
 ) -> dict[str, float]:
     """The metrics of the module docstring from scores: gold (n,), echo (n,), distractors (n, k) (k may
-    be 0: no Recall@1), and the golds' overlaps persona (n,) and last_turn (n,)."""
+    be 0: no Recall@1), and the golds' overlaps persona (n,) and last_turn (n,); named ``name/...``."""
     gold, echo = np.asarray(gold, dtype=np.float64), np.asarray(echo, dtype=np.float64)
     distractors = np.asarray(distractors, dtype=np.float64).reshape(len(gold), -1)
     metrics = {
-        "grounding/persona_spearman": 100 * spearman(gold, persona),
-        "grounding/last_turn_spearman": 100 * spearman(gold, last_turn),
-        "grounding/echo_win": float(np.mean((gold > echo) + 0.5 * (gold == echo))),
-        "grounding/echo_auc": auc(gold, echo),
+        f"{name}/persona_spearman": 100 * spearman(gold, persona),
+        f"{name}/last_turn_spearman": 100 * spearman(gold, last_turn),
+        f"{name}/echo_win": float(np.mean((gold > echo) + 0.5 * (gold == echo))),
+        f"{name}/echo_auc": auc(gold, echo),
     }
     if distractors.shape[1]:
-        metrics["grounding/recall_at_1"] = float(np.mean(gold > distractors.max(axis=1)))
+        metrics[f"{name}/recall_at_1"] = float(np.mean(gold > distractors.max(axis=1)))
     return metrics
 
 
 def group_metrics(scores: np.ndarray, data: GroundingSet) -> dict[str, float]:
     """:func:`grounding_metrics` from the scores (n, 2 + k) of :meth:`GroundingSet.groups`' candidates."""
     scores = np.asarray(scores, dtype=np.float64).reshape(len(data), -1)
-    return grounding_metrics(scores[:, 0], scores[:, 1], scores[:, 2:], data.persona, data.last_turn)
+    return grounding_metrics(scores[:, 0], scores[:, 1], scores[:, 2:], data.persona, data.last_turn, data.name)
 
 
 def evaluate_scores(score: Callable[[list, list], np.ndarray], data: GroundingSet) -> dict[str, float]:

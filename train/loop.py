@@ -25,6 +25,7 @@ import contextlib
 import json
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -85,6 +86,7 @@ class Trainer(Evaluation):
         out_dir: Path,
         accelerator=None,
         dev: DevJudgments | None = None,
+        grounding_sets: Sequence[GroundingSet] = (),
     ):
         from accelerate import Accelerator
         from transformers import get_linear_schedule_with_warmup
@@ -155,13 +157,21 @@ class Trainer(Evaluation):
         self.valid_kinds = self._validation_candidates(valid)
         fit = min(config.valid_fit_pairs, len(train))
         self.fit_rows = np.sort(np.random.default_rng(config.seed).choice(len(train), size=fit, replace=False))
+        self.plain_fit_rows = None
+        if config.plain_fit_corpus:  # the second evaluation Gaussian: golds of that corpus only, seeded
+            own = np.flatnonzero(np.asarray(train.sources or [], dtype=object) == config.plain_fit_corpus)
+            if len(own) < 2:
+                raise ValueError(f"--plain-fit-corpus {config.plain_fit_corpus}: fewer than 2 training pairs of it")
+            size = min(config.valid_fit_pairs, len(own))
+            self.plain_fit_rows = np.sort(np.random.default_rng(config.seed).choice(own, size=size, replace=False))
         self.dev = dev
-        self.grounding = None
+        self.grounding_sets = list(grounding_sets)  # the grounded corpora's held-out golds (run.py), after ConvAI2's
         if config.grounding_valid:
             try:
-                self.grounding = GroundingSet.load(config.grounding_valid, config.grounding_valid_pairs)
+                convai2 = GroundingSet.load(config.grounding_valid, config.grounding_valid_pairs)
             except OSError as err:
                 raise ValueError(f"--grounding-valid {config.grounding_valid}: {err.strerror or err}") from None
+            self.grounding_sets.insert(0, convai2)
         for name in required_metrics(config.select_on, config.select_floor):  # before training, not later
             if name not in self.metric_names():
                 flag = "--select-on" if name in selection_metrics(config.select_on) else "--select-floor"

@@ -73,6 +73,26 @@ def load_dev_judgments(data_dir: str):
     return DevJudgments(contexts, [row["response"] for row in rows], np.asarray(human, dtype=np.float64), "zhao_dev")
 
 
+def load_grounded_valid(args, corpora: list[str], pairs: int) -> list:
+    """The grounding signal sets of ``--grounded-valid``: per corpus, up to ``pairs`` seeded golds of its held-out
+    split (:meth:`train.grounding_validation.GroundingSet.from_dialogues`), named ``grounding_<corpus>``; a
+    ValueError names the corpus's missing folder flag."""
+    from .corpora import load_splits
+    from .grounding_validation import GroundingSet
+
+    sets = []
+    for name in corpora:
+        flag = "--" + name.replace("_", "-")
+        if not getattr(args, name, None):
+            raise ValueError(f"--grounded-valid {name} needs {flag}")
+        try:
+            _, valid = load_splits(name, args)
+        except OSError as err:
+            raise ValueError(f"--grounded-valid {name} ({flag}): {err.filename}: {err.strerror}") from None
+        sets.append(GroundingSet.from_dialogues(valid, pairs, source=name, name=f"grounding_{name}"))
+    return sets
+
+
 def sample_pairs(pairs: tuple, n: int, seed: int) -> tuple:
     """A seeded sample of ``n`` of the (contexts, responses) ``pairs``, in corpus order; all if ``n`` is 0
     or not smaller than the corpus."""
@@ -101,8 +121,14 @@ def train_command(args) -> None:
             encoder_folder(config.backbone, "--backbone")  # a missing folder before the corpus is read
         dev = load_dev_judgments(args.dev_judgments) if args.dev_judgments else None
         train_data, valid_data = load_corpus(args, with_dialogues=True)
+        grounded = load_grounded_valid(args, config.grounded_corpora, config.grounding_valid_pairs)
         trainer = Trainer(
-            config, SelectionData.from_pairs(*train_data), SelectionData.from_pairs(*valid_data), args.out, dev=dev
+            config,
+            SelectionData.from_pairs(*train_data),
+            SelectionData.from_pairs(*valid_data),
+            args.out,
+            dev=dev,
+            grounding_sets=grounded,
         )
         # The Gaussian is fitted on the pairs the trainer trained and was evaluated on: with --grounding, its
         # contexts carry their grounding lines, as in the evaluations' Gaussians that chose best/.
