@@ -16,7 +16,7 @@ source results/experiments/anchor-and-overlap-rows/recipe.sh  # COMMON: every fl
 corpora="--data-dir $DATA/dailydialog --personachat $DATA/personachat_train_subset --topical-chat $DATA/topical_chat_valid"
 signals="--grounding-valid $DATA/convai2/valid_unused_by_benchmarks.txt --grounding-valid-pairs 1200
   --grounded-valid personachat,topical_chat --plain-fit-corpus dailydialog --dev-judgments $DATA"
-select="--eval-at-start --evals-per-epoch 4
+select="--eval-at-start --evals-per-epoch 2
   --select-on grounding/persona_spearman+grounding_personachat/persona_spearman+grounding_topical_chat/persona_spearman
   --select-floor zhao_dev_spearman=start-1"
 declare -A ARM=(
