@@ -3,7 +3,8 @@
     python -m benchmarks.learning_curve runs/release/log.jsonl --contexts-per-step 16 \
         --out results/releases/2026-11-25-first-release/learning_curve.png
 
-Three panels, one point per evaluation: validation Recall@1 over 1 + 15 candidates, the AUC of
+Three panels, one point per evaluation: validation Recall@1 over the run's 1 + N candidates (N from
+``--candidates``, else from the ``state/trainer_state.json`` beside the log), the AUC of
 the gold against one hard negative kind (``--kind``, by DEnsity distance and by ``f(c,r)``, on
 the full 0-1 scale with chance at 0.5), and the Spearman correlation with DailyDialog-Zhao's
 ``dev`` rows. The x axis is contexts seen
@@ -14,6 +15,7 @@ evaluations (the same step logged twice) count once, the last one.
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from train.run_log import evaluations, read_log
@@ -35,7 +37,29 @@ def curve(evaluations: list[dict], key: str, contexts_per_step: int) -> tuple[li
     return [x for x, _ in points], [y for _, y in points]
 
 
-def plot(evaluations: list[dict], contexts_per_step: int, kind: str, path: Path, title: str = "") -> None:
+def logged_candidates(log: Path) -> int | None:
+    """How many candidates the run's Recall@1 ranked (1 + its validation negatives), from the run's
+    ``state/trainer_state.json`` beside ``log``; None without a readable one (a log copied alone)."""
+    try:
+        config = json.loads((log.parent / "state" / "trainer_state.json").read_text(encoding="utf-8"))["config"]
+        return 1 + int(config.get("valid_negatives") or config["negatives"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def recall_title(candidates: int | None) -> str:
+    """The Recall@1 panel's title, with the candidates it ranked where they are known."""
+    return "Validation Recall@1" + (f" (1 + {candidates - 1})" if candidates else "")
+
+
+def plot(
+    evaluations: list[dict],
+    contexts_per_step: int,
+    kind: str,
+    path: Path,
+    title: str = "",
+    candidates: int | None = None,
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -45,7 +69,7 @@ def plot(evaluations: list[dict], contexts_per_step: int, kind: str, path: Path,
     thousands = FuncFormatter(lambda x, _: f"{x / 1000:g}k")
     # (title, series, chance): a panel with a chance level is drawn on the full 0-1 scale with it marked.
     panels = [
-        ("Validation Recall@1 (1 + 15)", [("recall_at_1", "Recall@1")], None),
+        (recall_title(candidates), [("recall_at_1", "Recall@1")], None),
         (
             f"Validation AUC, gold vs {kind}",
             [(f"auc_density/{kind}", "DEnsity distance"), (f"auc_f/{kind}", "f(c,r)")],
@@ -88,9 +112,16 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--kind", default="echo", help="the negative kind of the AUC panel (default: echo)")
     parser.add_argument("--title", default="")
+    parser.add_argument(
+        "--candidates",
+        type=int,
+        help="how many candidates Recall@1 ranked (1 + N negatives), for the panel's title (default: from the run's "
+        "state/trainer_state.json beside the log; left out of the title without one)",
+    )
     parser.add_argument("--out", type=Path, required=True, help="the figure (.png)")
     args = parser.parse_args(argv)
     check_counts(parser, args, "--contexts-per-step")
+    check_counts(parser, args, "--candidates", least=2)
     check_output(parser, "--out", args.out, makes_folder=True)
     if not args.log.is_file():
         parser.error(f"{args.log}: no such file")
@@ -101,7 +132,8 @@ def main(argv: list[str] | None = None) -> None:
     kinds = sorted({key.split("/")[-1] for record in evaluations for key in record if key.startswith("auc_")})
     if kinds and args.kind not in kinds:  # a log without AUCs draws the panel as "not logged"
         parser.error(f"--kind {args.kind!r} is not in the log (its kinds: {', '.join(kinds)})")
-    plot(evaluations, args.contexts_per_step, args.kind, args.out, args.title)
+    candidates = args.candidates or logged_candidates(args.log)
+    plot(evaluations, args.contexts_per_step, args.kind, args.out, args.title, candidates)
     print(f"{args.out}: {len(evaluations)} evaluations, last at step {evaluations[-1]['step']}")
 
 

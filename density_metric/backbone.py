@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 from pathlib import Path
 
@@ -25,6 +26,10 @@ WEIGHTS_FILE = "model.safetensors"
 JSON_FILES = ("config.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json")
 # How many tensor names an error message lists.
 SHOWN_NAMES = 3
+# What transformers records in tokenizer_config.json about how a tokenizer was loaded, not what it is: one tokenizer
+# loaded with HF_HUB_OFFLINE=1 (local_files_only) or from a Hub id (is_local) would save other values, and so give its
+# checkpoint another revision (a content hash) and its scores another signature. Each load sets both again.
+LOADING_KEYS = ("is_local", "local_files_only")
 
 
 @contextlib.contextmanager
@@ -69,6 +74,18 @@ def load_backbone(path: os.PathLike | str, *, dtype: torch.dtype = torch.float32
     check_loading_info(info, weights)
     check_finite(model, weights)
     return model, tokenizer
+
+
+def save_tokenizer(tokenizer, directory: os.PathLike | str) -> None:
+    """``tokenizer.save_pretrained(directory)``, with :data:`LOADING_KEYS` left out of its tokenizer_config.json
+    (written as transformers writes it: sorted keys, indent 2), so that what is saved does not depend on how the
+    tokenizer was loaded."""
+    tokenizer.save_pretrained(directory)
+    path = Path(directory) / "tokenizer_config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    if any(key in config for key in LOADING_KEYS):
+        kept = {key: value for key, value in config.items() if key not in LOADING_KEYS}
+        path.write_text(json.dumps(kept, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def check_files(directory: Path) -> None:

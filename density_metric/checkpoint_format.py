@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .backbone import WEIGHTS_FILE, quiet_transformers
+from .backbone import WEIGHTS_FILE, quiet_transformers, save_tokenizer
 from .checkpoint_tensors import (
     FORMAT_VERSION,
     GAUSSIAN_FILE,
@@ -252,7 +252,7 @@ def save_checkpoint(
         if model is not None:
             model.save_pretrained(directory, safe_serialization=True)
         if tokenizer is not None:
-            tokenizer.save_pretrained(directory)
+            save_tokenizer(tokenizer, directory)
     fingerprint = encoder_fingerprint(encoder_path(directory, config) / WEIGHTS_FILE, config.pair_format)
     save_gaussian(directory / GAUSSIAN_FILE, stats, fingerprint)
     if head is not None:

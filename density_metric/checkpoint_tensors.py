@@ -8,12 +8,14 @@ checkpoint with these functions.
 
 from __future__ import annotations
 
+import json
 import os
+import struct
 from pathlib import Path
 
 import numpy as np
 from safetensors import safe_open
-from safetensors.numpy import save_file
+from safetensors.numpy import save
 
 from .errors import CheckpointError
 from .fingerprint import FINGERPRINT_KEY, FINGERPRINT_PATTERN
@@ -32,6 +34,21 @@ REPETITION_KEYS = ("repetition_weight", "repetition_mean", "repetition_sd", "rep
 # noise about 1e-17 of the largest (bundled and untuned checkpoints): 1e-8 leaves a wide margin.
 PRECISION_SYMMETRY_RTOL = 1e-8
 PRECISION_EIGENVALUE_RTOL = 1e-8
+
+
+def write_tensors(tensors: dict[str, np.ndarray], path: str, metadata: dict[str, str]) -> None:
+    """``safetensors.numpy.save_file``, with the metadata keys in sorted order. safetensors writes them in the order
+    of a Rust hash map, which changes from process to process, so the same statistics would make other bytes, and so
+    another revision (a local checkpoint's content hash) at every fit."""
+    data = save(tensors, metadata=metadata)
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + length])
+    header["__metadata__"] = dict(sorted(header["__metadata__"].items()))
+    # The same keys and values, compact as safetensors writes them: the same length, padded with spaces as before.
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
+    if len(text) > length:  # never expected; the file as safetensors wrote it is still a valid one
+        text = data[8 : 8 + length]
+    Path(path).write_bytes(data[:8] + text.ljust(length, b" ") + data[8 + length :])
 
 
 # --------------------------------------------------------------------------- the Gaussian
@@ -162,7 +179,7 @@ def save_gaussian(path: os.PathLike | str, stats: GaussianStats, fingerprint: st
     """
     tensors, metadata = _gaussian_tensors(stats, fingerprint)
     check_gaussian(tensors, metadata, path)
-    save_file(tensors, str(path), metadata=metadata)
+    write_tensors(tensors, str(path), metadata=metadata)
 
 
 # --------------------------------------------------------------------------- the response-selection head
@@ -186,7 +203,7 @@ def save_head(path: os.PathLike | str, weight: np.ndarray, bias: float) -> None:
     """Write the response-selection head f(c, r) = weight . g + bias; weight: (d,)."""
     tensors = {"weight": np.asarray(weight, dtype=np.float32), "bias": np.asarray(bias, dtype=np.float32)}
     check_head(tensors, tensors["weight"].shape[0] if tensors["weight"].ndim == 1 else -1, path)
-    save_file(tensors, str(path), metadata={"format_version": str(FORMAT_VERSION)})
+    write_tensors(tensors, str(path), metadata={"format_version": str(FORMAT_VERSION)})
 
 
 def load_head(path: Path, dim: int) -> tuple[np.ndarray, float] | None:
@@ -269,7 +286,7 @@ def save_rating(path: os.PathLike | str, head: RatingHead, dim: int, has_head: b
     """Write the rating head, after the checks loading makes."""
     tensors, metadata = _rating_tensors(head)
     check_rating(tensors, metadata, dim, has_head, path)
-    save_file(tensors, str(path), metadata=metadata)
+    write_tensors(tensors, str(path), metadata=metadata)
 
 
 def load_rating(path: Path, dim: int, has_head: bool) -> RatingHead | None:

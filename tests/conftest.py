@@ -1,15 +1,42 @@
-"""Shared fixtures: a tiny random-weight DEnsity checkpoint built in code."""
+"""Shared fixtures: a tiny random-weight DEnsity checkpoint built in code; the test run's own Hugging Face home."""
 
 from __future__ import annotations
 
-import pytest
+import os
+import shutil
+import tempfile
 
-from density_metric.checkpoint_format import DensityConfig, save_checkpoint
-from density_metric.features import Encoder
-from density_metric.gaussian import GaussianAccumulator, GaussianStats
-from density_metric.pair_format import PairFormat
+# Every Hugging Face cache the tests touch (evaluate's and datasets' caches and their .arrow.lock files, the module
+# cache, the Hub cache, xet's logs) goes to a folder of this run, removed at its end, never to the user's
+# ~/.cache/huggingface. Set before anything imports huggingface_hub, datasets or evaluate, which read it at import;
+# subprocesses inherit it, and a test that needs a home of its own still sets HF_HOME in its subprocess's environment.
+HF_HOME = tempfile.mkdtemp(prefix="density-tests-hf-home-")
+os.environ["HF_HOME"] = HF_HOME
+# Each of these would send one of those caches elsewhere than HF_HOME.
+for variable in (
+    "HF_HUB_CACHE",
+    "HUGGINGFACE_HUB_CACHE",
+    "HF_ASSETS_CACHE",
+    "HF_XET_CACHE",
+    "HF_DATASETS_CACHE",
+    "HF_EVALUATE_CACHE",
+    "HF_METRICS_CACHE",
+    "HF_MODULES_CACHE",
+):
+    os.environ.pop(variable, None)
 
-from .tiny import build_tiny_encoder, synthetic_pairs
+import pytest  # noqa: E402
+
+from density_metric.checkpoint_format import DensityConfig, save_checkpoint  # noqa: E402
+from density_metric.features import Encoder  # noqa: E402
+from density_metric.gaussian import GaussianAccumulator, GaussianStats  # noqa: E402
+from density_metric.pair_format import PairFormat  # noqa: E402
+
+from .tiny import build_tiny_encoder, synthetic_pairs  # noqa: E402
+
+
+def pytest_sessionfinish(session, exitstatus):
+    shutil.rmtree(HF_HOME, ignore_errors=True)
 
 
 def build_tiny_checkpoint(directory, pair_format: PairFormat):

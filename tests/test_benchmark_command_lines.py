@@ -97,6 +97,11 @@ def cases(data, empty, not_a_checkpoint, log):
         ("learning_curve", [empty / "log.jsonl", "--contexts-per-step", 16, "--out", empty / "c.png"], "no such file"),
         ("learning_curve", [log, "--contexts-per-step", 16, "--out", empty / "c.png", "--kind", "ecko"], "'ecko'"),
         (
+            "learning_curve",
+            [log, "--contexts-per-step", 16, "--out", empty / "c.png", "--candidates", 1],
+            "--candidates must be at least 2, got 1",
+        ),
+        (
             "human_correlation",
             [*good, "--out", empty / "o", "--batch-size", 0],
             "--batch-size must be at least 1, got 0",
@@ -176,3 +181,12 @@ def test_baselines_train_passes_epochs_only_when_given(epochs, passed, data_dir,
     monkeypatch.setattr(command, "module", lambda system: System)
     command.main(["train", "--system", "maude", "--data-dir", str(data_dir / "dailydialog"), *epochs])
     assert [{k: v for k, v in call.items() if k == "epochs"} for call in calls] == [passed]
+
+
+@pytest.mark.parametrize("script", ["human_correlation", "system_level"])
+def test_a_jsonl_of_another_schema_is_refused_naming_its_file(script, refuse, data_dir, tmp_path):
+    # human_correlation failed with KeyError: 'context' from train/judgments.py after loading, naming no file.
+    other = data_dir / "dialogues.normalized.jsonl"
+    other.write_text(json.dumps({"turns": ["hi", "hello"]}) + "\n", encoding="utf-8")
+    says = refuse(script, ["--data-dir", data_dir, "--out", tmp_path / "o"])
+    assert f"{other}: line 1 has no 'context', 'response', 'score': not a human-judgment set" in says

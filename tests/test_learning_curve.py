@@ -47,3 +47,30 @@ def test_the_figure_is_written(tmp_path):
     out = tmp_path / "figs" / "curve.png"
     main([str(log), "--contexts-per-step", "16", "--out", str(out)])
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_recall_panel_names_the_runs_own_candidates(tmp_path, monkeypatch):
+    # The title said "(1 + 15)" whatever the run's negatives were.
+    from benchmarks import learning_curve
+
+    drawn = []
+    monkeypatch.setattr(learning_curve, "plot", lambda *args: drawn.append(args[-1]))
+    run = tmp_path / "run"
+    (run / "state").mkdir(parents=True)
+    write_log(run / "log.jsonl", [{"type": "eval", "step": 100, "recall_at_1": 0.5}])
+    argv = [str(run / "log.jsonl"), "--contexts-per-step", "16", "--out", str(tmp_path / "curve.png")]
+    main(argv)  # no trainer state: no count
+    state = {"progress": {}, "scheduler": {}, "config": {"negatives": 3, "valid_negatives": 0}}
+    (run / "state" / "trainer_state.json").write_text(json.dumps(state))
+    main(argv)
+    state["config"]["valid_negatives"] = 9  # Recall@1 over more candidates than training used
+    (run / "state" / "trainer_state.json").write_text(json.dumps(state))
+    main(argv)
+    main([*argv, "--candidates", "16"])
+    assert drawn == [None, 4, 10, 16]
+    assert [learning_curve.recall_title(n) for n in drawn] == [
+        "Validation Recall@1",
+        "Validation Recall@1 (1 + 3)",
+        "Validation Recall@1 (1 + 9)",
+        "Validation Recall@1 (1 + 15)",
+    ]

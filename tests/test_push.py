@@ -72,3 +72,23 @@ def test_push_refuses_a_checkpoint_without_its_own_encoder():
             endpoint="http://127.0.0.1:9",
             token="hf_x",
         )
+
+
+def test_push_with_the_hub_unreachable_is_one_error_line(tiny_checkpoint):
+    # It was a 72-line traceback ending in the HTTP client's ConnectError, which is not an OSError.
+    from .ports import free_port
+
+    endpoint = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    env = {**os.environ, "HF_ENDPOINT": endpoint, "HF_TOKEN": "hf_standin", "HF_HUB_DISABLE_TELEMETRY": "1"}
+    env.pop("HF_HUB_OFFLINE", None)
+    run = subprocess.run(
+        [sys.executable, "-m", "train", "push", str(tiny_checkpoint), "org/tiny-density"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 2 and run.stdout == ""
+    [line] = run.stderr.splitlines()
+    assert line.startswith(f"error: org/tiny-density: cannot reach the Hub at {endpoint} (") and "refused" in line
+    assert line.endswith("); nothing was committed")

@@ -16,7 +16,8 @@ output.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import os
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from density_metric.checkpoint_format import CARD_FILE, CHECKPOINT_FILES, GAUSSIAN_FILE, RATING_FILE
@@ -36,6 +37,32 @@ def check_at_least(flag: str, value: float, least: float) -> None:
     ``retrieval-index --k``): a ValueError naming ``flag`` unless ``value`` >= ``least`` (NaN too)."""
     if not value >= least:
         raise ValueError(f"{flag} must be at least {least}, got {value}")
+
+
+# Several training processes on CPU: accelerate launch starts several there only with an MPI hostfile.
+CPU_PROCESSES_RECIPE = "ACCELERATE_USE_CPU=1 torchrun --nproc_per_node N -m train train ..."
+
+
+def check_processes(num_processes: int, environ: Mapping[str, str] = os.environ) -> str | None:
+    """The processes that Accelerate sees (``num_processes``) against what launched them, before any work.
+
+    A ValueError where a launcher started several processes (``WORLD_SIZE``) that Accelerate runs each alone
+    (torchrun on CPU without ``ACCELERATE_USE_CPU=1``): they would train the same run side by side into one
+    ``--out``. A warning, returned, where ``accelerate launch --num_processes N --cpu`` started this one process
+    alone: it sets ``MASTER_ADDR`` as for several processes, but no ``WORLD_SIZE``."""
+    launched = int(environ.get("WORLD_SIZE") or 1)
+    if launched > 1 and num_processes != launched:
+        raise ValueError(
+            f"{launched} processes were launched (WORLD_SIZE={launched}), but Accelerate sees {num_processes}, so "
+            f"each would train the run alone into the same --out; on CPU, run {CPU_PROCESSES_RECIPE}"
+        )
+    by_accelerate = "ACCELERATE_DYNAMO_BACKEND" in environ  # set by accelerate launch only
+    if num_processes == 1 and by_accelerate and "MASTER_ADDR" in environ and "WORLD_SIZE" not in environ:
+        return (
+            "accelerate launch asked for several processes but started this one alone (on CPU it starts several "
+            f"only with --mpirun_hostfile): this run trains in one process; for several, run {CPU_PROCESSES_RECIPE}"
+        )
+    return None
 
 
 def local_checkpoint_folder(value: str | Path) -> Path | None:

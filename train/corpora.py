@@ -29,7 +29,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -235,9 +235,9 @@ def load_convai2(path: str | Path) -> datasets.Dataset:
     return _dataset(rows)
 
 
-def load_jsonl_dialogues(path: str | Path, field: str = "turns") -> datasets.Dataset:
-    """A JSONL file with one dialogue per line: a list of turns, or an object with ``field``."""
-    rows = []
+def jsonl_values(path: str | Path) -> Iterator[tuple[int, object]]:
+    """(line number, value) of every non-blank line of a JSONL file, read as UTF-8; a ValueError names the file and
+    the line that is not JSON."""
     with open(path, encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -246,10 +246,17 @@ def load_jsonl_dialogues(path: str | Path, field: str = "turns") -> datasets.Dat
                 value = json.loads(line)
             except json.JSONDecodeError as err:
                 raise ValueError(f"{path}, line {number}: invalid JSON ({err.msg})") from None
-            turns = value.get(field) if isinstance(value, dict) else value
-            if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
-                raise ValueError(f"{path}, line {number}: expected a list of strings (or {{{field!r}: [...]}})")
-            rows.append(every_turn(turns))
+            yield number, value
+
+
+def load_jsonl_dialogues(path: str | Path, field: str = "turns") -> datasets.Dataset:
+    """A JSONL file with one dialogue per line: a list of turns, or an object with ``field``."""
+    rows = []
+    for number, value in jsonl_values(path):
+        turns = value.get(field) if isinstance(value, dict) else value
+        if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
+            raise ValueError(f"{path}, line {number}: expected a list of strings (or {{{field!r}: [...]}})")
+        rows.append(every_turn(turns))
     return _dataset(rows)
 
 

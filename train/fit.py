@@ -188,7 +188,7 @@ def _write_encoder(encoder_dir, out: Path, weights_dtype: str) -> None:
 
     The weights are read as stored: the scoring Encoder adapts its copy for inference.
     """
-    from density_metric.backbone import load_backbone, quiet_transformers
+    from density_metric.backbone import load_backbone, quiet_transformers, save_tokenizer
     from density_metric.features import DTYPES
 
     if weights_dtype not in WEIGHT_DTYPES:
@@ -197,7 +197,7 @@ def _write_encoder(encoder_dir, out: Path, weights_dtype: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with quiet_transformers():
         model.to(DTYPES[weights_dtype]).save_pretrained(out, safe_serialization=True)
-        tokenizer.save_pretrained(out)
+        save_tokenizer(tokenizer, out)
 
 
 def add_fit_arguments(parser) -> None:

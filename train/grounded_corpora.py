@@ -25,7 +25,6 @@ may use a fact its line lacks. Why a budget: contexts are cut from the left, and
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from pathlib import Path
@@ -33,7 +32,7 @@ from pathlib import Path
 import datasets
 import numpy as np
 
-from .corpora import PERSONA_PREFIX, SEEDED_SPLITS, SPLIT_SEED, _dataset, validation_split
+from .corpora import PERSONA_PREFIX, SEEDED_SPLITS, SPLIT_SEED, _dataset, jsonl_values, validation_split
 
 logger = logging.getLogger(__name__)
 
@@ -52,17 +51,10 @@ def _lines(path: str | Path, default_name: str):
     path = Path(path)
     if path.is_dir():
         path = path / default_name
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}, line {number}: invalid JSON ({err.msg})") from None
-            if not isinstance(value, dict):
-                raise ValueError(f"{path}, line {number}: expected an object, got {type(value).__name__}")
-            yield path, number, value
+    for number, value in jsonl_values(path):
+        if not isinstance(value, dict):
+            raise ValueError(f"{path}, line {number}: expected an object, got {type(value).__name__}")
+        yield path, number, value
 
 
 def _field(value: dict, name: str, kind: type, where: str):

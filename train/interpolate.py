@@ -31,7 +31,7 @@ from .flags import init_from_pair_format
 def interpolate(start: str | Path, end: str | Path, weight: float, out: Path) -> dict:
     """Write theta(weight) of the checkpoints ``start`` and ``end`` (``default``, a folder or a Hub repo id)
     to ``out``; a ValueError names the problem."""
-    from density_metric.backbone import load_backbone, quiet_transformers
+    from density_metric.backbone import load_backbone, quiet_transformers, save_tokenizer
 
     if not 0.0 <= weight <= 1.0:
         raise ValueError(f"--weight must be in [0, 1] (0: the start, 1: the end), got {weight}")
@@ -68,7 +68,7 @@ def interpolate(start: str | Path, end: str | Path, weight: float, out: Path) ->
     out.mkdir(parents=True, exist_ok=True)
     with quiet_transformers():
         model.save_pretrained(out, safe_serialization=True)
-        tokenizer.save_pretrained(out)
+        save_tokenizer(tokenizer, out)
     save_head(out / HEAD_FILE, (1 - weight) * np.asarray(w0) + weight * np.asarray(w1), (1 - weight) * b0 + weight * b1)
     name = DensityConfig.from_file(end / CONFIG_FILE).name
     config = DensityConfig(pair_format=formats[start], name=name)

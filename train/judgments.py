@@ -15,12 +15,13 @@ meta-evaluation in ``benchmarks/``.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from .corpora import jsonl_values
 
 GROUND_TRUTH = re.compile(r"ground.?truth", re.IGNORECASE)
 PROTOCOLS = ("full", "paper", "dev")
@@ -45,10 +46,44 @@ def load_sets(data_dir: str | Path, names: list[str] | None = None) -> list[Judg
         name = path.name.removesuffix(".normalized.jsonl")
         if names and name not in names:
             continue
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        rows = read_rows(path)
         level = "dialogue" if rows and rows[0].get("level") == "dialogue" else "turn"
         sets.append(JudgmentSet(name, rows, level))
     return sets
+
+
+# The fields every row of a set needs, by level: what the protocols and the meta-evaluation read.
+REQUIRED_FIELDS = {"turn": ("context", "response", "score"), "dialogue": ("dialogue", "score")}
+NOT_A_SET = (
+    "not a human-judgment set (a turn row has a list 'context', 'response' and 'score'; "
+    "a dialogue row 'level': 'dialogue', 'dialogue' and 'score')"
+)
+
+
+def read_rows(path: Path) -> list[dict]:
+    """The rows of one ``*.normalized.jsonl`` set. Raises ValueError naming the file and line where a line is not
+    a row of this schema (a JSONL of another schema that happens to share the suffix)."""
+    rows = []
+    try:
+        for number, row in jsonl_values(path):
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}: line {number} is not a JSON object: {NOT_A_SET}")
+            _check_row(path, number, row)
+            rows.append(row)
+    except ValueError as err:
+        raise ValueError(str(err) if NOT_A_SET in str(err) else f"{err}: {NOT_A_SET}") from None
+    return rows
+
+
+def _check_row(path: Path, number: int, row: dict) -> None:
+    """A ValueError naming the line where ``row`` lacks the fields of a human-judgment row."""
+    missing = [
+        key for key in REQUIRED_FIELDS["dialogue" if row.get("level") == "dialogue" else "turn"] if key not in row
+    ]
+    if missing:
+        raise ValueError(f"{path}: line {number} has no {', '.join(map(repr, missing))}: {NOT_A_SET}")
+    if not isinstance(row.get("context", []), list):
+        raise ValueError(f"{path}: line {number}: 'context' is not a list of turns: {NOT_A_SET}")
 
 
 def load_named_sets(data_dir: str | Path, names: list[str] | None = None) -> list[JudgmentSet]:

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from density_metric.backbone import load_backbone, quiet_transformers
+from density_metric.backbone import load_backbone, quiet_transformers, save_tokenizer
 from density_metric.checkpoint_format import HEAD_FILE, load_head, save_head
 from density_metric.features import batch_features
 from density_metric.last_layer import compute_cls_only_in_last_layer
@@ -59,7 +59,7 @@ class DensityModel(nn.Module):
         """Encoder and tokenizer in transformers format, head in ``density_head.safetensors``."""
         with quiet_transformers():
             self.encoder.save_pretrained(directory, safe_serialization=True)
-            tokenizer.save_pretrained(directory)
+            save_tokenizer(tokenizer, directory)
         save_head(Path(directory) / HEAD_FILE, *self.head_arrays())
 
     @classmethod

@@ -60,8 +60,15 @@ def add_push_arguments(parser) -> None:
 
 def push_command(args) -> None:
     """``python -m train push``: prints the commit."""
+    from huggingface_hub import constants, errors
+
+    # The HTTP client's errors (a refused connection, a timeout), as huggingface_hub imports them: httpx's, or
+    # httpx2's from huggingface_hub 2 on. Its answers with an error status are HfHubHTTPError, an OSError too.
+    unreachable = getattr(errors, "HTTPError", OSError)
     try:
         commit = push_checkpoint(args.checkpoint, args.repo_id, private=args.private, message=args.message)
     except (ValueError, OSError) as err:  # CheckpointError is a ValueError naming the file
         fail(str(err))
+    except unreachable as err:
+        fail(f"{args.repo_id}: cannot reach the Hub at {constants.ENDPOINT} ({err}); nothing was committed")
     print(commit)

@@ -8,6 +8,7 @@ the training pairs with it (:mod:`train.fit`) and the model card (:mod:`train.ca
 from __future__ import annotations
 
 import json
+import logging
 import math
 import shlex
 from pathlib import Path
@@ -19,7 +20,7 @@ from density_metric.errors import fail
 from density_metric.features import machine_description
 from density_metric.gaussian import ESTIMATORS
 
-from .arguments import check_at_least, check_out, encoder_folder
+from .arguments import check_at_least, check_out, check_processes, encoder_folder
 from .card import card_fields, check_template, compute_description, render_card
 from .corpora import add_corpus_arguments, load_corpus
 from .data import SelectionData
@@ -29,6 +30,8 @@ from .judgments import apply_protocol, context_of, load_sets
 from .run_log import compute_summary, evaluations, read_log
 from .selection import selection_value
 from .validation import DevJudgments
+
+logger = logging.getLogger(__name__)
 
 
 def add_train_arguments(parser) -> None:
@@ -107,7 +110,9 @@ def sample_pairs(pairs: tuple, n: int, seed: int) -> tuple:
 
 def train_command(args) -> None:
     """``python -m train train``: train (or resume) the run in ``--out``, then write its checkpoint."""
-    from .loop import Trainer
+    from accelerate import Accelerator
+
+    from .loop import Trainer, resolve_mixed_precision
 
     try:
         check_out(args.out)
@@ -117,6 +122,10 @@ def train_command(args) -> None:
     check_template()
     try:
         config = config_from_args(args)
+        accelerator = Accelerator(mixed_precision=resolve_mixed_precision(config.mixed_precision))
+        warning = check_processes(accelerator.num_processes)
+        if warning:
+            logger.warning(warning)
         if not config.init_from:
             encoder_folder(config.backbone, "--backbone")  # a missing folder before the corpus is read
         dev = load_dev_judgments(args.dev_judgments) if args.dev_judgments else None
@@ -127,6 +136,7 @@ def train_command(args) -> None:
             SelectionData.from_pairs(*train_data),
             SelectionData.from_pairs(*valid_data),
             args.out,
+            accelerator=accelerator,
             dev=dev,
             grounding_sets=grounded,
         )
