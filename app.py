@@ -27,6 +27,7 @@ import pandas as pd  # noqa: E402
 
 from density_metric import DensityScorer, resolve_checkpoint  # noqa: E402
 from density_metric.compare_systems import compare_tables, read_system  # noqa: E402
+from density_metric.comparison_result import flagged_cell  # noqa: E402
 from density_metric.significance import ALPHA, TESTS, ComparisonResult, grid_cells  # noqa: E402
 from density_metric.tables import output_columns, read_table, score_rows, table_format, write_records  # noqa: E402
 
@@ -236,7 +237,7 @@ def without_paths(message: str, paths: list[Path]) -> str:
 
 # The ranked-replies table; a checkpoint with a few-shot rating head adds "predicted rating".
 RANKED_HEADERS = ["rank", "reply", "raw score", "calibrated"]
-SYSTEM_HEADERS = ["system", "n", "mean score", "95% CI low", "95% CI high", "mean calibrated"]
+SYSTEM_HEADERS = ["system", "n", "mean score", "95% CI low", "95% CI high", "mean calibrated", "flagged rows"]
 
 
 def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[str, ...] = ()) -> gr.Blocks:
@@ -333,7 +334,7 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
         table = pd.DataFrame(
             [
                 [s["name"], s["n"], round(s["mean"], 3), round(s["ci"][0], 3), round(s["ci"][1], 3)]
-                + [None if s["calibrated_mean"] is None else round(s["calibrated_mean"], 3)]
+                + [None if s["calibrated_mean"] is None else round(s["calibrated_mean"], 3), flagged_cell(s)]
                 for s in result.systems
             ],
             columns=SYSTEM_HEADERS,

@@ -38,6 +38,9 @@ NAMES = {
     "shuffled": "the gold's words shuffled",
     "pronoun_swap": "first and second person swapped",
     "truncated": "the gold cut off mid-sentence",
+    "empty": "the empty reply",
+    "punctuation": "punctuation only",
+    "unreadable": "emoji only (every token unknown)",
 }
 
 logger = logging.getLogger("benchmarks.corpus_probes")

@@ -12,13 +12,19 @@ below the gold. All are seeded.
   ("I like my job" -> "you like your job"). ``None`` where the gold has no such pronoun.
 - ``truncated``: the gold cut off mid-sentence after its first 40-60 % of words (at least one
   word gone). ``None`` for golds of a single word.
+- ``empty``: the empty reply ``""`` (what a generation bug that outputs nothing gives).
+- ``punctuation``: a reply of punctuation marks only, one of :data:`PUNCTUATION_REPLIES` ("...", "?!", ":)").
+- ``unreadable``: one to three emoji (:data:`EMOJI`), none of which the bundled model's vocabulary knows: every
+  token is ``[UNK]``.
 
-The last two have no counterpart among the training negatives (``train/negatives.py``): they
-test what training never showed. This module shares no code with ``train/`` (a test checks it),
-so the probes stay an independent check of what training teaches.
+The last five have no counterpart among the training negatives (``train/negatives.py``,
+``train/negative_kinds.py``): they test what training never showed. The last three are degenerate
+replies: the library floors empty and unreadable ones and flags all three (``density_metric.row_flags``),
+whatever the model learned, so for those two the probe checks that floor. This module shares no code with
+``train/`` (a test checks it), so the probes stay an independent check of what training teaches.
 
 A probe that does not apply to a case is ``None`` there, and that case is left out of the
-probe's accuracy. ``make_probes`` draws the new probes' randomness from its own generator, so
+probe's accuracy. ``make_probes`` draws the new probes' randomness from generators of their own, so
 the earlier probes' values are the same as before they were added, for the same seed.
 """
 
@@ -27,7 +33,20 @@ from __future__ import annotations
 import random
 import re
 
-PROBES = ("random", "repetition", "speaker_confused", "echo", "shuffled", "pronoun_swap", "truncated")
+PROBES = (
+    "random",
+    "repetition",
+    "speaker_confused",
+    "echo",
+    "shuffled",
+    "pronoun_swap",
+    "truncated",
+    "empty",
+    "punctuation",
+    "unreadable",
+)
+PUNCTUATION_REPLIES = ("...", "?", "!", "?!", "!!!", ".", "-", ":)", ":(", "..?")
+EMOJI = ("😀", "😂", "👍", "🙂", "😊", "🎉", "🙏", "😢", "🤔", "😍", "🔥", "👋", "😎", "🙄", "😅")
 
 
 def repetition(response: str) -> str:
@@ -146,15 +165,27 @@ def truncated(response: str, rng: random.Random) -> str | None:
     return " ".join(tokens[: word_ends[keep - 1]])
 
 
+def punctuation_only(rng: random.Random) -> str:
+    """A reply of punctuation marks only: one of :data:`PUNCTUATION_REPLIES`."""
+    return rng.choice(PUNCTUATION_REPLIES)
+
+
+def emoji_only(rng: random.Random) -> str:
+    """One to three emoji of :data:`EMOJI`, without spaces (the encoder reads one ``[UNK]``)."""
+    return "".join(rng.choice(EMOJI) for _ in range(rng.randint(1, 3)))
+
+
 def make_probes(dialogues: list[list[str]], n: int, seed: int = 0) -> list[dict]:
     """``n`` probe cases from ``dialogues`` (lists of turns), each with every probe variant.
 
     Returns dicts with ``context``, ``gold`` and one key per probe in :data:`PROBES` (``None``
     where a probe does not apply). ``pronoun_swap`` and ``truncated`` draw from a generator of
-    their own, so the other probes' values do not depend on them.
+    their own, and the degenerate replies (``empty``, ``punctuation``, ``unreadable``) from another,
+    so the other probes' values do not depend on them.
     """
     rng = random.Random(seed)
     rng_new = random.Random(f"probes-added-later:{seed}")
+    rng_degenerate = random.Random(f"probes-degenerate:{seed}")
     positions = [(d, i) for d, turns in enumerate(dialogues) for i in range(1, len(turns))]
     cases = []
     for d, i in rng.sample(positions, min(n, len(positions))):
@@ -173,6 +204,9 @@ def make_probes(dialogues: list[list[str]], n: int, seed: int = 0) -> list[dict]
                 "shuffled": shuffled(gold, rng),
                 "pronoun_swap": pronoun_swap(gold),
                 "truncated": truncated(gold, rng_new),
+                "empty": "",
+                "punctuation": punctuation_only(rng_degenerate),
+                "unreadable": emoji_only(rng_degenerate),
             }
         )
     return cases

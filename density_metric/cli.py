@@ -7,9 +7,10 @@ input, the output path or the options (a ValueError of the library included) is 
 ``error: ...`` line on stderr and exit code 2. Ctrl-C is ``interrupted; no output written`` and
 exit code 130.
 
-What is on disk: OUTPUT is written whole or not at all (``tables.write_records``). Once the
-input has been read and checked, an earlier OUTPUT is removed (unless it is the input itself),
-so a run that fails or is stopped after that leaves no file that could pass for its result.
+What is on disk: OUTPUT is written whole or not at all (``tables.write_records``): to a temporary
+file beside it, renamed over it when complete. Every option (the checkpoint, the device, the dtype
+for that device, the lengths) and the output path are checked before any scoring, and an earlier
+OUTPUT is never removed up front: a run that fails or is stopped leaves it as it was.
 """
 
 from __future__ import annotations
@@ -27,13 +28,15 @@ from tqdm.auto import tqdm
 
 from .compare_systems import compare_tables, read_system
 from .errors import fail, read_or_fail
-from .outputs import remove_output, temporary_path
+from .outputs import check_output_path, output_target, temporary_path
+from .row_flags import warn_flags
 from .significance import DEFAULT_RESAMPLES, DEFAULT_SEED, DEFAULT_TRIALS, TESTS
 from .tables import (
     FORMATS,
     check_writable,
     output_columns,
     raise_for_bad_rows,
+    raise_for_missing_column,
     read_table,
     score_rows,
     table_format,
@@ -42,6 +45,13 @@ from .tables import (
 )
 
 logger = logging.getLogger("density_metric")
+
+CONTEXT_FIELD_HELP = "column with the context: a list of turns, oldest first, or a string (default: context)"
+RESPONSE_FIELD_HELP = "column with the response to score, a string (default: response)"
+DEVICE_HELP = "auto (default: CUDA if present, else CPU), cpu, cuda or cuda:N"
+DTYPE_HELP = (
+    "auto (default): float32 on CPU, where a score does not depend on its batch; bfloat16 on CUDA. float16 needs CUDA"
+)
 
 
 def _format(path: Path, given: str | None, flag: str) -> str:
@@ -67,7 +77,7 @@ def score_command(args: argparse.Namespace) -> int:
     try:
         return _score(args)
     except KeyboardInterrupt:
-        # write_records removes its temporary file, and an earlier output went before scoring began.
+        # write_records removes its temporary file; an earlier output is left as it was.
         print("interrupted; no output written", file=sys.stderr)
         return 130
 
@@ -87,32 +97,29 @@ def _score(args: argparse.Namespace) -> int:
 
     table = read_or_fail(args.input, read)
     rows = table.rows
+    for field, flag in ((args.context_field, "--context-field"), (args.response_field, "--response-field")):
+        try:  # a wrong field name, not rows to skip one by one
+            raise_for_missing_column(args.input, table, field)
+        except ValueError as err:
+            fail(f"{err}; name the column with {flag}")
     if args.on_error == "raise":
         try:
             raise_for_bad_rows(args.input, rows)
         except ValueError as err:
             fail(f"{err}; --on-error skip scores the others and marks these")
     bad = [row for row in rows if row.error]
+    if rows and len(bad) == len(rows):  # --on-error skip: a run that could score nothing does not succeed
+        fail(f"{args.input}: none of its {len(rows)} rows can be scored (the first, {bad[0].where}: {bad[0].error})")
     error_column = args.on_error == "skip"
-    columns = output_columns(table.columns, args.output_field, error_column=error_column)
     records = [row.record for row in rows]
 
     from .distributed import is_distributed, score_distributed
     from .features import PROGRESS_MIN_PAIRS
     from .scoring import DensityScorer
 
-    rank = int(os.environ.get("RANK", 0))
-    if rank == 0:
-        if out_fmt == "parquet":
-            unify_contexts(rows, args.context_field)
-        try:
-            check_writable(args.output, out_fmt, records, columns)  # before any scoring time is spent
-            # The previous run's output must not pass for this run's if this one fails or is stopped.
-            remove_output(args.output, keep=args.input)
-        except ValueError as err:
-            fail(str(err))
+    rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
     device = args.device
-    if int(os.environ.get("WORLD_SIZE", 1)) > 1:
+    if world > 1:
         import torch
         import torch.distributed as dist
 
@@ -132,21 +139,30 @@ def _score(args: argparse.Namespace) -> int:
         )
     except (ValueError, OSError) as err:  # CheckpointError is a ValueError; OSError: Hub and file errors
         fail(str(err))
+    rating_column = scorer.checkpoint.rating is not None
+    columns = output_columns(table.columns, args.output_field, error_column=error_column, rating_column=rating_column)
+    if rank == 0:  # after the options' checks (the scorer's), so that a bad option leaves no trace on disk
+        if out_fmt == "parquet":
+            unify_contexts(rows, args.context_field)
+        try:
+            check_writable(args.output, out_fmt, records, columns)  # before any scoring time is spent
+        except ValueError as err:
+            fail(str(err))
 
     # The Python API's rule (DensityScorer(progress=None)): a bar from PROGRESS_MIN_PAIRS pairs on.
     show = args.progress or (not args.no_progress and len(rows) - len(bad) >= PROGRESS_MIN_PAIRS)
 
     def track(chunks):
-        with tqdm(total=sum(map(len, chunks)), desc="DEnsity", unit="pair", disable=not show or rank != 0) as bar:
-            for chunk in chunks:
-                yield chunk
-                bar.update(len(chunk))
+        # The pairs this rank scores (under torchrun, score_distributed's strided share of each chunk); every
+        # batch advances the bar (Encoder.iter_row_features), not every chunk of thousands of rows.
+        total = sum(len(chunk[rank::world]) for chunk in chunks)
+        with tqdm(total=total, desc="DEnsity", unit="pair", disable=not show or rank != 0) as bar:
+            scorer.progress = bar
+            yield from chunks
 
-    rating_column = scorer.checkpoint.rating is not None
-    columns = output_columns(table.columns, args.output_field, error_column=error_column, rating_column=rating_column)
     score_rows(
         rows,
-        functools.partial(score_distributed, scorer),
+        functools.partial(score_distributed, scorer, warn=False),  # one warning for the run, below
         field=args.output_field,
         track=track,
         error_column=error_column,
@@ -165,6 +181,7 @@ def _score(args: argparse.Namespace) -> int:
         fail(f"cannot write {args.output}: {err}")
     for row in bad:
         logger.warning("skipped %s, %s: %s", args.input, row.where, row.error)
+    warn_flags(row.record[f"{args.output_field}_flags"] for row in rows if not row.error)
     logger.info(
         "scored %d of %d rows (%d skipped) -> %s | %s", good, len(rows), len(bad), args.output, scorer.signature
     )
@@ -182,6 +199,11 @@ def compare_command(args: argparse.Namespace) -> int:
         fail(f"--names gives {len(names)} names for {len(args.systems)} system files")
     if args.names and len(set(names)) != len(names):
         fail(f"--names gives {next(name for name in names if names.count(name) > 1)!r} twice")
+    if args.json:
+        try:  # as score checks OUTPUT: before any file is read or scored, not after the report
+            check_output_path(args.json)
+        except ValueError as err:
+            fail(str(err))
     systems = []
     for path, name in zip(args.systems, names):
         read = functools.partial(
@@ -224,11 +246,14 @@ def compare_command(args: argparse.Namespace) -> int:
 
 
 def write_json(path: Path, value: dict[str, Any]) -> None:
-    """Write ``value`` as JSON to a temporary file beside ``path``, then rename it: never a partial file."""
-    temporary = temporary_path(path)
+    """Write ``value`` as JSON to a temporary file beside ``path``, then rename it: never a partial file.
+    As ``write_records``: the parent directory is created, and a symlink at ``path`` is written through."""
+    target = output_target(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = temporary_path(target)
     try:
         temporary.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
-        os.replace(temporary, path)
+        os.replace(temporary, target)
     finally:
         temporary.unlink(missing_ok=True)
 
@@ -259,13 +284,13 @@ def add_compare_command(commands, positive_int) -> None:
     parser.add_argument("--resamples", type=positive_int, default=DEFAULT_RESAMPLES, help="bootstrap resamples")
     parser.add_argument("--trials", type=positive_int, default=DEFAULT_TRIALS, help="approximate randomization trials")
     parser.add_argument("--format", choices=sorted(set(FORMATS.values())), help="default: from each extension")
-    parser.add_argument("--context-field", default="context")
-    parser.add_argument("--response-field", default="response")
+    parser.add_argument("--context-field", default="context", help=CONTEXT_FIELD_HELP)
+    parser.add_argument("--response-field", default="response", help=RESPONSE_FIELD_HELP)
     parser.add_argument("--context-sep", default=None, metavar="SEP", help="split string contexts into turns on SEP")
     parser.add_argument("--checkpoint", default=None, help="local directory or Hub repo id (default: bundled)")
     parser.add_argument("--revision", default=None, help="Hub revision; a commit hash pins the scores")
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
+    parser.add_argument("--device", default="auto", help=DEVICE_HELP)
+    parser.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"), help=DTYPE_HELP)
     parser.add_argument("--batch-size", type=positive_int, default=64, help="pairs per forward pass (default: 64)")
     parser.set_defaults(func=compare_command)
 
@@ -290,14 +315,20 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     score = commands.add_parser("score", help="score a JSONL, CSV or parquet file of (context, response) rows")
-    score.add_argument("input", type=Path)
-    score.add_argument("-o", "--output", type=Path, required=True)
+    score.add_argument("input", type=Path, help="the JSONL, CSV or parquet file of (context, response) rows to score")
+    score.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        help="the scored table; replaced only once complete (an earlier file stays as it was if the run fails)",
+    )
     score.add_argument(
         "--format", choices=sorted(set(FORMATS.values())), help="input format (default: from the extension)"
     )
     score.add_argument("--output-format", choices=sorted(set(FORMATS.values())), help="default: from the extension")
-    score.add_argument("--context-field", default="context", help="column with the context (list of turns or string)")
-    score.add_argument("--response-field", default="response")
+    score.add_argument("--context-field", default="context", help=CONTEXT_FIELD_HELP)
+    score.add_argument("--response-field", default="response", help=RESPONSE_FIELD_HELP)
     score.add_argument(
         "--context-sep",
         default=None,
@@ -317,15 +348,16 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     )
     score.add_argument("--checkpoint", default=None, help="local directory or Hub repo id (default: bundled)")
     score.add_argument("--revision", default=None, help="Hub revision; a commit hash pins the scores")
-    score.add_argument("--device", default="auto")
-    score.add_argument(
-        "--dtype",
-        default="auto",
-        choices=("auto", "float32", "bfloat16", "float16"),
-        help="auto (default): float32 on CPU, where a score does not depend on its batch; bfloat16 on CUDA",
-    )
+    score.add_argument("--device", default="auto", help=DEVICE_HELP)
+    score.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"), help=DTYPE_HELP)
     score.add_argument("--batch-size", type=_positive_int, default=64, help="pairs per forward pass (default: 64)")
-    score.add_argument("--max-length", type=int, default=None, help="tokens per pair (default: the checkpoint's)")
+    score.add_argument(
+        "--max-length",
+        type=int,
+        default=None,
+        help="most tokens per pair: from 4 (5 in the shared-context layout) to the encoder's positions "
+        "(default: the checkpoint's)",
+    )
     progress = score.add_mutually_exclusive_group()
     progress.add_argument(
         "--progress", action="store_true", help="always show a progress bar (default: from 1,024 pairs on)"

@@ -9,6 +9,11 @@ writes must name the same checkpoint revision, max_length and dtype in every row
 (:func:`check_same_scorer`; a file without that column is compared with a warning). The statistics
 are :func:`density_metric.significance.compare`'s.
 
+Each system's flagged rows (:mod:`density_metric.row_flags`: empty, unreadable, punctuation-only replies and
+truncated pairs, whose scores mean little) are counted (:func:`report_flags`): from the scores when the tables are
+scored here, from the ``{score field}_flags`` column when they carry stored scores (unknown without it). A system
+with more flagged rows than the others is warned about.
+
 The command line lives in :mod:`density_metric.cli`. This module imports neither it nor
 :mod:`density_metric.scoring` (a scorer is anything with ``score`` and ``signature``), so no two
 modules import each other.
@@ -16,6 +21,7 @@ modules import each other.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -25,13 +31,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .row_flags import FLAGS, count_flags
 from .significance import ComparisonResult, compare
 from .tables import Row, raise_for_bad_rows, read_table
 
 logger = logging.getLogger(__name__)
 
 # The signature fields that decide a score's value (DensityScorer.signature); the library versions do not.
-SCORE_DEFINING_FIELDS = ("checkpoint", "max_length", "dtype")
+# floor: the policy for empty and unreadable replies (row_flags.FLOOR_POLICY; "" before it existed).
+SCORE_DEFINING_FIELDS = ("checkpoint", "max_length", "dtype", "floor")
 
 
 class Scorer(Protocol):
@@ -39,7 +47,7 @@ class Scorer(Protocol):
 
     signature: str
 
-    def score(self, contexts: Sequence, responses: Sequence) -> Any: ...
+    def score(self, contexts: Sequence, responses: Sequence, *, warn: bool = True) -> Any: ...
 
 
 def compare_responses(
@@ -60,21 +68,23 @@ def compare_responses(
     results = {}
     for name, responses in systems.items():
         try:
-            results[name] = scorer.score(contexts, responses)
+            results[name] = scorer.score(contexts, responses, warn=False)  # report_flags warns once, naming the system
         except ValueError as err:
             raise ValueError(f"systems[{name!r}]: {err}") from None
-    return compare(
+    result = compare(
         {name: result.scores for name, result in results.items()},
         calibrated={name: result.calibrated for name, result in results.items()},
         scorer_signature=scorer.signature,
         **options,
     )
+    report_flags(result, {name: scored.flags for name, scored in results.items()})
+    return result
 
 
 @dataclass
 class SystemTable:
-    """One system's file: its checked rows and, if the file had them, its scores (n,), calibrated scores
-    and the signature of the scorer that wrote them."""
+    """One system's file: its checked rows and, if the file had them, its scores (n,), calibrated scores,
+    flags (n lists) and the signature of the scorer that wrote them."""
 
     name: str
     path: Path
@@ -82,6 +92,7 @@ class SystemTable:
     scores: np.ndarray | None = None
     calibrated: np.ndarray | None = None
     signature: str | None = None
+    flags: list[list[str]] | None = None
 
 
 def _stored_scores(path: Path, rows: list[Row], field: str) -> np.ndarray:
@@ -97,6 +108,23 @@ def _stored_scores(path: Path, rows: list[Row], field: str) -> np.ndarray:
             raise ValueError(f"{path}, {row.where}: {field!r} is {value!r}, not a score; score the file again")
         values.append(number)
     return np.asarray(values)
+
+
+def _stored_flags(path: Path, rows: list[Row], field: str) -> list[list[str]]:
+    """The flags in column ``field`` (lists; JSON text in CSV), or a ValueError naming the first row without a list
+    of known flags."""
+    flags = []
+    for row in rows:
+        value = row.record.get(field)
+        if isinstance(value, str):  # CSV holds lists as JSON text
+            try:
+                value = json.loads(value)
+            except ValueError:
+                pass
+        if not isinstance(value, list) or not all(flag in FLAGS for flag in value):
+            raise ValueError(f"{path}, {row.where}: {field!r} is {value!r}, not a list of flags; score the file again")
+        flags.append(value)
+    return flags
 
 
 def _stored_signature(path: Path, rows: list[Row], field: str) -> str:
@@ -144,6 +172,8 @@ def read_system(
             system.calibrated = _stored_scores(path, table.rows, f"{score_field}_calibrated")
         if f"{score_field}_signature" in table.columns:
             system.signature = _stored_signature(path, table.rows, f"{score_field}_signature")
+        if f"{score_field}_flags" in table.columns:
+            system.flags = _stored_flags(path, table.rows, f"{score_field}_flags")
     return system
 
 
@@ -255,8 +285,10 @@ def compare_tables(
             continue
         if scorer is None:
             scorer = scorer_factory()
-        result = scorer.score([row.context for row in system.rows], [row.response for row in system.rows])
-        system.scores, system.calibrated = result.scores, result.calibrated
+        result = scorer.score(
+            [row.context for row in system.rows], [row.response for row in system.rows], warn=False
+        )  # report_flags warns once, naming the system
+        system.scores, system.calibrated, system.flags = result.scores, result.calibrated, result.flags
     signature = scorer.signature if scorer is not None else stored_signature
     calibrated = None
     if all(system.calibrated is not None for system in systems):
@@ -267,4 +299,32 @@ def compare_tables(
         scorer_signature=signature,
         **options,
     )
+    report_flags(result, {system.name: system.flags for system in systems})
     return result, list(systems)
+
+
+def report_flags(result: ComparisonResult, flags: Mapping[str, Sequence[Sequence[str]] | None]) -> None:
+    """Add each system's flagged rows to ``result.systems`` (``flagged``: the rows with any flag;
+    ``flag_counts``: the rows per flag; both None where the flags are unknown) and, where the systems
+    with known flags have different numbers of flagged rows, one warning naming those with the most (logged,
+    and in ``result.warnings``)."""
+    known = {}
+    for system in result.systems:
+        rows = flags.get(system["name"])
+        counts = None if rows is None else count_flags(rows)
+        system["flagged"] = None if counts is None else counts["flagged"]
+        system["flag_counts"] = None if counts is None else {flag: counts[flag] for flag in FLAGS if counts[flag]}
+        if counts is not None:
+            known[system["name"]] = counts["flagged"]
+    if len(set(known.values())) < 2:
+        return
+    most = max(known.values())
+    worst = [name for name, count in known.items() if count == most]
+    others = [f"{name!r} {count}" for name, count in known.items() if count < most]
+    warning = (
+        f"{' and '.join(map(repr, worst))} {'has' if len(worst) == 1 else 'have'} more flagged rows than the "
+        f"other systems ({most} of {result.systems[0]['n']}, against {', '.join(others)}): a flagged row's score "
+        "means little, and an empty or unreadable reply scores the floor; see the 'flagged' column"
+    )
+    logger.warning(warning)
+    result.warnings.append(warning)

@@ -23,7 +23,10 @@ class ComparisonResult:
     Attributes:
         systems: one dict per system, in input order: ``name``, ``n``, ``mean`` (mean score),
             ``ci`` ([lower, upper] bootstrap 95 % interval of the mean) and ``calibrated_mean``
-            (None when no calibrated scores were given).
+            (None when no calibrated scores were given); from ``DensityScorer.compare`` and the ``compare``
+            command also ``flagged`` (rows whose score means little: an empty, unreadable or punctuation-only
+            reply, or a truncated pair) and ``flag_counts`` (``{flag: rows}``), both None where unknown
+            (:func:`density_metric.compare_systems.report_flags`).
         pairs: one dict per pair (a, b), a before b in input order: ``a``, ``b``, ``delta``
             (mean(a) - mean(b)), ``ci`` (its paired-bootstrap 95 % interval), ``p_value`` (of
             ``test``), ``test`` (``"bs"`` or ``"ar"``, the test that decides), ``p_bootstrap``,
@@ -85,8 +88,10 @@ def _text_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def system_table(result: ComparisonResult) -> str:
-    """One row per system: n, mean score and its 95 % interval, mean calibrated score."""
+    """One row per system: n, mean score and its 95 % interval, mean calibrated score, and where counted its
+    flagged rows (``3 (2 empty, 1 truncated)``; ``-``: unknown)."""
     header = ["system", "n", "mean", "95% CI", "calibrated"]
+    flagged = any("flagged" in s for s in result.systems)
     rows = [
         [
             s["name"],
@@ -95,9 +100,19 @@ def system_table(result: ComparisonResult) -> str:
             f"[{_number(s['ci'][0])}, {_number(s['ci'][1])}]",
             _number(s["calibrated_mean"]),
         ]
+        + ([flagged_cell(s)] if flagged else [])
         for s in result.systems
     ]
-    return _text_table(header, rows)
+    return _text_table(header + (["flagged"] if flagged else []), rows)
+
+
+def flagged_cell(system: dict[str, Any]) -> str:
+    """A system's flagged rows as text: ``0``, ``3 (2 empty, 1 truncated)``, or ``-`` where unknown."""
+    if system.get("flagged") is None:
+        return "-"
+    counts = system.get("flag_counts") or {}
+    detail = ", ".join(f"{count} {flag}" for flag, count in counts.items())
+    return f"{system['flagged']} ({detail})" if detail else str(system["flagged"])
 
 
 def grid_cells(result: ComparisonResult) -> list[list[str]]:

@@ -18,6 +18,7 @@ import numpy as np
 import torch.distributed as dist
 
 from .inputs import check_pairs
+from .row_flags import warn_flags
 from .scoring import DensityResult, DensityScorer
 
 
@@ -26,25 +27,31 @@ def is_distributed() -> bool:
 
 
 def score_distributed(
-    scorer: DensityScorer, contexts: Sequence, responses: Sequence, *, first_row: int = 0
+    scorer: DensityScorer, contexts: Sequence, responses: Sequence, *, first_row: int = 0, warn: bool = True
 ) -> DensityResult:
-    """Score on every rank of the initialised process group; equal to ``scorer.score`` on one process."""
+    """Score on every rank of the initialised process group; equal to ``scorer.score`` on one process (``warn``:
+    log one warning with the counts of flagged rows, as ``scorer.score`` does; on every rank)."""
     contexts, responses = check_pairs(contexts, responses, first_row=first_row)
     if not is_distributed():
-        return scorer.score(contexts, responses)
+        return scorer.score(contexts, responses, warn=warn)
     rank, world = dist.get_rank(), dist.get_world_size()
     mine, mine_responses = contexts[rank::world], responses[rank::world]
     features = scorer.features(mine, mine_responses) if mine_responses else np.zeros((0, scorer.encoder.dim))
-    local_distances = scorer.distances_of(features, mine_responses)
-    local = (local_distances, scorer.ratings(local_distances, features))
+    local_flags = scorer.flags(mine, mine_responses) if mine_responses else []
+    local_distances = scorer.distances_of(features, mine_responses, local_flags)
+    local = (local_distances, scorer.ratings(local_distances, features), local_flags)
     gathered: list = [None] * world
     dist.all_gather_object(gathered, local)
     distances = np.empty(len(responses), dtype=np.float64)
     ratings = np.empty(len(responses), dtype=np.float64) if local[1] is not None else None
-    for shard_rank, (shard, shard_ratings) in enumerate(gathered):
+    flags: list = [None] * len(responses)
+    for shard_rank, (shard, shard_ratings, shard_flags) in enumerate(gathered):
         distances[shard_rank::world] = shard
+        flags[shard_rank::world] = shard_flags
         if ratings is not None:
             ratings[shard_rank::world] = shard_ratings
-    result = scorer.result(distances)
+    result = scorer.result(distances, flags=flags)
     result.ratings = ratings
+    if warn:
+        warn_flags(result.flags)
     return result

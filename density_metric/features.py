@@ -335,19 +335,23 @@ class Encoder:
         contexts: Sequence[Sequence[str]],
         responses: Sequence[str],
         batch_size: int = 64,
-        progress: bool | None = None,
+        progress: bool | tqdm | None = None,
     ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Yield (indices (b,) int64, features (b, d) float32) per length-sorted batch of pairs."""
         rows = self.pair_format.encode_rows(self.tokenizer, contexts, [[response] for response in responses])
         yield from self.iter_row_features(rows, batch_size, progress)
 
     def iter_row_features(
-        self, rows: Sequence[PackedRow], batch_size: int = 64, progress: bool | None = None
+        self, rows: Sequence[PackedRow], batch_size: int = 64, progress: bool | tqdm | None = None
     ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Yield (candidate indices (m,) int64, features (m, d) float32) per length-sorted batch of rows.
 
         A batch holds at most ``batch_size`` candidates (pairs), on every device; a row of more
         candidates than that is a batch alone. Candidates are numbered row after row, in each row's order.
+
+        ``progress``: None draws a bar of batches from :data:`PROGRESS_MIN_PAIRS` pairs on, a bool always or
+        never; a caller's own bar (a tqdm, anything with ``update(n)``) is advanced by each batch's pairs
+        instead, so that one bar can span many calls (the command line's, over a file's chunks).
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -356,13 +360,16 @@ class Encoder:
         batches = length_sorted_batches(
             [len(row.ids) for row in rows], batch_size, max_tokens, [len(row.features) for row in rows]
         )
-        show = offsets[-1] >= PROGRESS_MIN_PAIRS if progress is None else progress
+        outer = progress if hasattr(progress, "update") else None
+        show = outer is None and (offsets[-1] >= PROGRESS_MIN_PAIRS if progress is None else progress)
         pad_id = self.tokenizer.pad_token_id
         with torch.inference_mode(), self._autocast():
             for index in tqdm(batches, desc="DEnsity", unit="batch", disable=not show):
                 batch = rows_to_batch([rows[i] for i in index], pad_id, self.pair_format.pooling)
                 features = batch_features(self.model, {k: v.to(self.device) for k, v in batch.items()})
                 candidates = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in index])
+                if outer is not None:
+                    outer.update(len(candidates))
                 yield candidates, features.float().cpu().numpy()
 
     def features(
@@ -370,7 +377,7 @@ class Encoder:
         contexts: Sequence[Sequence[str]],
         responses: Sequence[str],
         batch_size: int = 64,
-        progress: bool | None = None,
+        progress: bool | tqdm | None = None,
     ) -> np.ndarray:
         """g(c, r) of every pair, in input order: (n, d) float32."""
         out = np.empty((len(responses), self.dim), dtype=np.float32)
@@ -419,7 +426,7 @@ class Encoder:
         contexts: Sequence[Sequence[str]],
         responses: Sequence[str],
         batch_size: int = 64,
-        progress: bool | None = None,
+        progress: bool | tqdm | None = None,
         per_row: int = CANDIDATES_PER_ROW,
     ) -> np.ndarray:
         """g(c, r) of every pair, in input order, reading each repeated context once per row of

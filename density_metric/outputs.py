@@ -1,4 +1,8 @@
-"""Output files: the file that writing a path replaces, a temporary name beside it, removing an earlier output.
+"""Output files: the file that writing a path replaces, a temporary name beside it, and the check that it
+can be written.
+
+An earlier output is never removed up front: every writer writes a temporary file beside the target and
+renames it over the target when complete, so a run that fails or is stopped leaves the earlier file as it was.
 
 Used by :mod:`density_metric.tables` (``write_records``, ``check_writable``) and the command line.
 """
@@ -22,27 +26,31 @@ def temporary_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
 
 
-def remove_output(path: str | Path, keep: str | Path | None = None) -> None:
-    """Remove an earlier output at ``path`` (through a symlink: the file it points to, not the link), unless
-    it is the file ``keep`` (the input, scored in place). Nothing happens where there is no file.
+def check_output_path(path: str | Path) -> None:
+    """Fail now, before any work, where writing ``path`` (a temporary file beside it, renamed over it) would
+    fail later; creates the parent directory, as the writers do. An earlier file at ``path`` is left as it is.
 
     Raises:
-        ValueError: ``"cannot write PATH: ..."``, naming why the file cannot be removed.
+        ValueError: ``"cannot write PATH: ..."``: the path is a directory, an ancestor is a file, or the
+            directory cannot be created or written to.
     """
     target = output_target(path)
-    if not os.path.lexists(target) or (keep is not None and _same_file(keep, target)):
-        return  # unlink(missing_ok=True) would still fail on a read-only file system
+    if target.is_dir():
+        raise ValueError(f"cannot write {path}: it is a directory")
+    for parent in target.parents:  # nearest first: the first that exists must be a directory
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"cannot write {path}: {parent} is not a directory")
+            break
+    temporary = temporary_path(target)
     try:
-        target.unlink()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:  # what the writers do first: a read-only folder or file system fails here
+            open(temporary, "x").close()
+        finally:
+            temporary.unlink(missing_ok=True)
     except OSError as err:
-        raise ValueError(f"cannot write {path}: cannot remove the earlier file ({err.strerror or err})") from None
-
-
-def _same_file(a: str | Path, b: str | Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one does not exist
-        return False
+        raise ValueError(f"cannot write {path}: {err.strerror or err}") from None
 
 
 def sync(handle) -> None:

@@ -234,13 +234,45 @@ class PairFormat:
         """
         return self.encode_with_cuts(tokenizer, contexts, responses)[0]
 
+    def _context_budget(self, specials: tuple[list[int], list[int], list[int]], kept_response: int) -> int:
+        """Most context tokens a pair keeps beside ``kept_response`` reply tokens, given the pair template's
+        ``specials`` (:func:`special_token_layout`): in the ``paper`` layout what the reply leaves of
+        ``max_length``; in ``shared-context`` a fixed budget whatever the reply (the module docstring)."""
+        before, between, after = specials
+        if self.layout == "paper":
+            return self.max_length - len(before) - len(between) - len(after) - kept_response
+        return self.max_length - self.max_response_length - 2 * len(before) - len(between) - len(after)
+
+    def reply_ids(self, tokenizer, responses: Sequence[str]) -> list[list[int]]:
+        """Each reply's token ids as :meth:`encode` reads them, before truncation: ``[]`` for a blank reply."""
+        replies = [_reply_text(response, tokenizer) for response in responses]
+        return tokenizer(replies, add_special_tokens=False, verbose=False)["input_ids"] if replies else []
+
+    def truncated(self, tokenizer, contexts: Sequence[Sequence[str]], reply_ids: Sequence[Sequence[int]]) -> list[bool]:
+        """For every pair, whether this format cuts its context or its reply (of token ids ``reply_ids``, from
+        :meth:`reply_ids`) to fit: the encoder then reads only part of the pair. Each distinct context is
+        tokenised once."""
+        if not contexts:
+            return []
+        specials = special_token_layout(tokenizer)
+        distinct = list(dict.fromkeys(tuple(turns) for turns in contexts))
+        joined = [join_context(turns, self.turn_separator, tokenizer) for turns in distinct]
+        ids = tokenizer(
+            joined, add_special_tokens=False, verbose=False, return_attention_mask=False, return_token_type_ids=False
+        )["input_ids"]
+        lengths = dict(zip(distinct, map(len, ids)))
+        cut = []
+        for turns, reply in zip(contexts, reply_ids):
+            kept = min(len(reply), self.max_response_length)
+            cut.append(kept < len(reply) or lengths[tuple(turns)] > self._context_budget(specials, kept))
+        return cut
+
     def encode_with_cuts(
         self, tokenizer, contexts: Sequence[Sequence[str]], responses: Sequence[str]
     ) -> tuple[list[list[int]], list[bool]]:
         """:meth:`encode`, and for every pair whether truncation cut its context or response."""
-        before, between, after = special_token_layout(tokenizer)
-        budget = self.max_length - len(before) - len(between) - len(after)
-        if self.max_response_length > budget:
+        specials = before, between, after = special_token_layout(tokenizer)
+        if self._context_budget(specials, self.max_response_length) < 0:
             raise ValueError(
                 f"max_response_length={self.max_response_length} leaves no room in max_length={self.max_length}"
             )
@@ -251,12 +283,11 @@ class PairFormat:
             add_special_tokens=False,
             verbose=False,
         )["input_ids"]
-        replies = [_reply_text(response, tokenizer) for response in responses]
-        response_ids = tokenizer(replies, add_special_tokens=False, verbose=False)["input_ids"]
+        response_ids = self.reply_ids(tokenizer, responses)
         encoded, cut = [], []
         for context, response in zip(context_ids, response_ids):
             kept_response = response[: self.max_response_length]
-            kept_context = context[max(len(context) - (budget - len(kept_response)), 0) :]
+            kept_context = context[max(len(context) - self._context_budget(specials, len(kept_response)), 0) :]
             encoded.append([*before, *kept_context, *between, *kept_response, *after])
             cut.append(len(kept_response) < len(response) or len(kept_context) < len(context))
         return encoded, cut
@@ -278,12 +309,11 @@ class PairFormat:
             flat_contexts = [context for context, group in zip(contexts, candidates) for _ in group]
             flat = [response for group in candidates for response in group]
             return [PackedRow(ids, None, None, [0]) for ids in self.encode(tokenizer, flat_contexts, flat)]
-        before, between, after = special_token_layout(tokenizer)
+        specials = before, between, after = special_token_layout(tokenizer)
         if not before:
             name = type(tokenizer).__name__
             raise ValueError(f"layout 'shared-context' needs a pair template that opens with a token; {name} has none")
-        block_specials = len(before) + len(after)
-        context_budget = self.max_length - self.max_response_length - block_specials - len(before) - len(between)
+        context_budget = self._context_budget(specials, self.max_response_length)
         if context_budget < 0:
             raise ValueError(
                 f"max_response_length={self.max_response_length} leaves no room in max_length={self.max_length}"
@@ -293,8 +323,7 @@ class PairFormat:
             add_special_tokens=False,
             verbose=False,
         )["input_ids"]
-        flat = [_reply_text(response, tokenizer) for group in candidates for response in group]
-        response_ids = iter(tokenizer(flat, add_special_tokens=False, verbose=False)["input_ids"]) if flat else iter(())
+        response_ids = iter(self.reply_ids(tokenizer, [response for group in candidates for response in group]))
         rows = []
         for context, group in zip(context_ids, candidates):
             head = [*before, *context[max(len(context) - context_budget, 0) :], *between]

@@ -24,12 +24,20 @@ class DensityResult:
         signature: checkpoint, options and library versions that produced the scores.
         ratings: (n,) predicted human ratings, on the scale of the ratings that trained the
             checkpoint's few-shot rating head (``python -m train calibrate``); None without one.
+        flags: n lists of the flags that say a row's score means little, ``[]`` for most rows: ``empty``,
+            ``unreadable`` (both scored at the floor, calibrated 0), ``punctuation``, ``truncated``
+            (:mod:`density_metric.row_flags`). Not given: no flags.
     """
 
     scores: np.ndarray
     calibrated: np.ndarray
     signature: str
     ratings: np.ndarray | None = None
+    flags: list[list[str]] | None = None
+
+    def __post_init__(self):
+        if self.flags is None:
+            self.flags = [[] for _ in range(len(self.scores))]
 
     @property
     def mean_score(self) -> float:
@@ -47,6 +55,7 @@ class DensityResult:
             "calibrated": self.calibrated.tolist(),
             "density": self.mean_score,
             "calibrated_mean": float(np.mean(self.calibrated)),
+            "flags": [list(row) for row in self.flags],
             "signature": self.signature,
         }
         if self.ratings is not None:
@@ -61,9 +70,9 @@ def score_columns(
     score_chunk: ScoreChunk, contexts: Sequence, responses: Sequence, *, field: str = "density"
 ) -> dict[str, list[float] | list[str]]:
     """The output columns of one chunk of n pairs: ``{field}`` (n raw scores), ``{field}_calibrated`` (n in
-    [0, 1]), for a checkpoint with a rating head ``{field}_rating`` (n predicted human ratings), and
-    ``{field}_signature`` (n copies of :attr:`DensityResult.signature`: which checkpoint, max_length and
-    dtype scored the row, so that ``compare`` can refuse scores of two checkpoints).
+    [0, 1]), for a checkpoint with a rating head ``{field}_rating`` (n predicted human ratings), ``{field}_flags``
+    (n lists of :attr:`DensityResult.flags`) and ``{field}_signature`` (n copies of :attr:`DensityResult.signature`:
+    which checkpoint, max_length and dtype scored the row, so that ``compare`` can refuse scores of two checkpoints).
 
     The one scoring step under both table paths: :func:`score_rows` (files) and
     ``DensityScorer.score_dataset`` (``datasets``). ``score_chunk(contexts, responses)`` checks
@@ -75,5 +84,19 @@ def score_columns(
     columns = {field: result.scores.tolist(), f"{field}_calibrated": result.calibrated.tolist()}
     if result.ratings is not None:  # a checkpoint with a few-shot rating head
         columns[f"{field}_rating"] = result.ratings.tolist()
+    columns[f"{field}_flags"] = [list(row) for row in result.flags]
     columns[f"{field}_signature"] = [result.signature] * len(result.scores)
     return columns
+
+
+def score_features(features, field: str, rating: bool):
+    """``datasets.Features`` of a dataset with ``features`` once :func:`score_columns` has added its columns
+    (``rating``: the ``{field}_rating`` column too). Given to ``Dataset.map``, so that the flags column is a list
+    of strings from the first chunk on, even where that chunk has no flagged row."""
+    import datasets
+
+    number = datasets.Value("float64")
+    added = {field: number, f"{field}_calibrated": number, **({f"{field}_rating": number} if rating else {})}
+    added[f"{field}_flags"] = datasets.List(datasets.Value("string"))
+    added[f"{field}_signature"] = datasets.Value("string")
+    return datasets.Features({**features, **added})

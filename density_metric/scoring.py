@@ -13,7 +13,8 @@ from .checkpoint_sources import resolve_checkpoint
 from .features import PROGRESS_MIN_PAIRS, Encoder
 from .gaussian import calibrate
 from .inputs import as_context, check_dialogues, check_pairs
-from .results import DensityResult, score_columns
+from .results import DensityResult, score_columns, score_features
+from .row_flags import FLOOR_POLICY, floor_distances, reply_flags, row_flags, warn_flags
 from .version import __version__
 
 logger = logging.getLogger(__name__)
@@ -35,7 +36,8 @@ class DensityScorer:
         batch_size: pairs per forward pass.
         max_length: most tokens per pair (default: the checkpoint's; 256 for the bundled one). Longer input
             loses its oldest context tokens first.
-        progress: progress bar: ``None`` shows it for 1,024 pairs or more.
+        progress: progress bar: ``None`` shows it for 1,024 pairs or more; a caller's own tqdm bar is
+            advanced by each batch's pairs instead (one bar over many calls, as the command line's).
         cache_dir, local_files_only: passed to the Hub download.
 
     Example:
@@ -76,13 +78,14 @@ class DensityScorer:
 
     @property
     def signature(self) -> str:
-        """Reproducibility signature, e.g. ``density:0.1.0|ckpt=org/name@3f2a...|max_length=256|...``."""
+        """Reproducibility signature, e.g. ``density_metric=0.1.0|checkpoint=org/name@3f2a...|max_length=256|...``;
+        ``floor=v1`` names the policy for empty and unreadable replies (:mod:`density_metric.row_flags`)."""
         import torch
         import transformers
 
         return (
             f"density_metric={__version__}|checkpoint={self.checkpoint.source}@{self.checkpoint.revision}"
-            f"|max_length={self.encoder.max_length}|dtype={self.encoder.dtype}"
+            f"|max_length={self.encoder.max_length}|dtype={self.encoder.dtype}|floor={FLOOR_POLICY}"
             f"|torch={torch.__version__}|transformers={transformers.__version__}"
         )
 
@@ -115,12 +118,22 @@ class DensityScorer:
             return np.zeros(0)
         return self.distances_of(self.features(contexts, responses), responses)
 
-    def distances_of(self, features: np.ndarray, responses: Sequence[str]) -> np.ndarray:
+    def distances_of(
+        self, features: np.ndarray, responses: Sequence[str], flags: Sequence[Sequence[str]] | None = None
+    ) -> np.ndarray:
         """The score's distance from already computed features (n, d) of checked pairs and their replies:
         the Mahalanobis distance, with the repetition term where the checkpoint has one
-        (:mod:`density_metric.repetition`)."""
+        (:mod:`density_metric.repetition`), and at least the floor for an empty or unreadable reply
+        (:mod:`density_metric.row_flags`; ``flags``: the rows' flags, if already known)."""
         rep2 = self.encoder.rep2(responses) if self.stats.repetition is not None else None
-        return self.stats.distances(features, rep2)
+        if flags is None:
+            flags = reply_flags(self.encoder.pair_format, self.encoder.tokenizer, responses)
+        return floor_distances(self.stats.distances(features, rep2), flags, self.stats.quantiles)
+
+    def flags(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> list[list[str]]:
+        """Per checked pair, the flags that say its score means little (``empty``, ``unreadable``,
+        ``punctuation``, ``truncated``: :mod:`density_metric.row_flags`): n lists, most of them empty."""
+        return row_flags(self.encoder.pair_format, self.encoder.tokenizer, contexts, responses)
 
     def classifier_scores(self, contexts: Sequence, responses: Sequence) -> np.ndarray:
         """The response-selection score f(c, r) = w . g(c, r) + b of a trained checkpoint: (n,) float64.
@@ -161,13 +174,25 @@ class DensityScorer:
         context = as_context(context, None, "context")
         _, responses = check_pairs([context] * len(candidates), candidates, fields=("context", "candidates"))
         features = self.encoder.candidate_features(context, responses, self.batch_size)
-        return self.result(self.distances_of(features, responses), features)
+        flags = self.flags([context] * len(responses), responses)
+        warn_flags(flags)
+        return self.result(self.distances_of(features, responses, flags), features, flags)
 
-    def result(self, distances: np.ndarray, features: np.ndarray | None = None) -> DensityResult:
-        """Raw and calibrated scores from distances, and the predicted ratings if the checkpoint has a
-        rating head (which needs the ``features`` too)."""
+    def result(
+        self,
+        distances: np.ndarray,
+        features: np.ndarray | None = None,
+        flags: Sequence[Sequence[str]] | None = None,
+    ) -> DensityResult:
+        """Raw and calibrated scores from distances (:meth:`distances_of`'s, floored), the predicted ratings if the
+        checkpoint has a rating head (which needs the ``features`` too), and the rows' ``flags`` (None: unknown,
+        given as none)."""
         return DensityResult(
-            -distances, calibrate(distances, self.stats.quantiles), self.signature, self.ratings(distances, features)
+            -distances,
+            calibrate(distances, self.stats.quantiles),
+            self.signature,
+            self.ratings(distances, features),
+            flags=None if flags is None else [list(row) for row in flags],
         )
 
     def ratings(self, distances: np.ndarray, features: np.ndarray | None) -> np.ndarray | None:
@@ -178,22 +203,32 @@ class DensityScorer:
         classifier = self.classifier_from_features(features) if rating.uses_classifier else None
         return rating.predict(distances, classifier, features)
 
-    def score(self, contexts: Sequence, responses: Sequence) -> DensityResult:
+    def score(self, contexts: Sequence, responses: Sequence, *, warn: bool = True) -> DensityResult:
         """Score responses against their contexts.
+
+        Empty, blank and unreadable replies get the floor score, below every held-out human reply
+        (:mod:`density_metric.row_flags`); ``DensityResult.flags`` says which rows' scores mean little.
 
         Args:
             contexts: n rows, each a list of turns (oldest first) or one string (one turn).
             responses: n strings.
+            warn: log one warning with the counts of flagged rows, if any (callers that score a run in
+                chunks pass False and warn once for the run).
 
         Raises:
             ValueError: naming the field and row of a bad value, or for mismatched lengths.
         """
-        return self._score_checked(*check_pairs(contexts, responses))
+        result = self._score_checked(*check_pairs(contexts, responses))
+        if warn:
+            warn_flags(result.flags)
+        return result
 
     def _score_checked(self, contexts: list[list[str]], responses: list[str]) -> DensityResult:
-        """:meth:`score` of pairs that ``check_pairs`` has checked (the ratings too, which need the features)."""
+        """:meth:`score` of pairs that ``check_pairs`` has checked (the ratings too, which need the features),
+        without the warning."""
         features = self.features(contexts, responses) if responses else np.zeros((0, self.encoder.dim))
-        return self.result(self.distances_of(features, responses), features)
+        flags = self.flags(contexts, responses) if responses else []
+        return self.result(self.distances_of(features, responses, flags), features, flags)
 
     def compare(self, contexts: Sequence, systems: dict[str, Sequence[str]], **options: Any):
         """Score several systems' responses to the same contexts and test which is better.
@@ -261,15 +296,18 @@ class DensityScorer:
         output_column: str = "density",
         chunk_size: int = 1024,
     ):
-        """Add ``output_column`` (raw score), ``{output_column}_calibrated`` and ``{output_column}_signature``
-        (:attr:`signature`; a rating head adds ``{output_column}_rating``) to a ``datasets`` dataset.
+        """Add ``output_column`` (raw score), ``{output_column}_calibrated``, ``{output_column}_flags`` (the rows'
+        :attr:`DensityResult.flags`) and ``{output_column}_signature`` (:attr:`signature`; a rating head adds
+        ``{output_column}_rating``) to a ``datasets`` dataset. A ``Dataset`` logs one warning with the counts of
+        flagged rows once scored; an ``IterableDataset``, scored as it is read, none.
 
         Rows are read and scored ``chunk_size`` at a time through ``Dataset.map``, so
         memory does not grow with the number of rows; an ``IterableDataset`` is scored
         lazily as it is iterated. ``Dataset.map``'s progress bar follows ``progress`` (None: from 1,024 rows).
 
         Raises:
-            ValueError: for a ``DatasetDict`` (pass one split: ``ds["train"]``); a missing column
+            ValueError: for a ``DatasetDict`` (pass one split: ``ds["train"]``); anything else that is not a
+                ``datasets`` dataset (a pandas DataFrame: ``datasets.Dataset.from_pandas(df)``); a missing column
                 (for an ``IterableDataset`` whose columns are unknown until it is read: when it is
                 iterated); a bad row, named by its column and dataset row, e.g. ``response[21]``.
         """
@@ -282,23 +320,36 @@ class DensityScorer:
                 f"score_dataset scores one split; got a {type(dataset).__name__} with splits "
                 f"{', '.join(map(repr, splits))}: pass one, e.g. {example}"
             )
+        if not isinstance(dataset, (datasets.Dataset, datasets.IterableDataset)):
+            kind = type(dataset).__name__
+            hint = "datasets.Dataset.from_pandas(dataset)" if kind == "DataFrame" else "datasets.Dataset.from_dict(...)"
+            raise ValueError(
+                f"dataset must be a datasets.Dataset or IterableDataset, got {kind}: pass {hint}, or score the "
+                f"columns as lists with score(contexts, responses)"
+            )
         columns = (context_column, response_column)
         if dataset.column_names is not None:
             _check_columns(dataset.column_names, columns)
         score_chunk = _ScoreDatasetChunk(self, context_column, response_column, output_column)
         kwargs = dict(batched=True, batch_size=chunk_size, with_indices=True)
+        if dataset.features is not None:
+            kwargs["features"] = score_features(dataset.features, output_column, self.checkpoint.rating is not None)
         if isinstance(dataset, datasets.IterableDataset):
             return dataset.map(score_chunk, **kwargs)
         # The scorer's rule (progress=None: a bar from PROGRESS_MIN_PAIRS rows on). Dataset.map has no switch of
         # its own; datasets' public global one is turned off for this call only, and put back as it was.
         show = len(dataset) >= PROGRESS_MIN_PAIRS if self.progress is None else self.progress
         if show or datasets.are_progress_bars_disabled():
-            return dataset.map(score_chunk, desc="DEnsity", **kwargs)
-        datasets.disable_progress_bars()
-        try:
-            return dataset.map(score_chunk, desc="DEnsity", **kwargs)
-        finally:
-            datasets.enable_progress_bars()
+            scored = dataset.map(score_chunk, desc="DEnsity", **kwargs)
+        else:
+            datasets.disable_progress_bars()
+            try:
+                scored = dataset.map(score_chunk, desc="DEnsity", **kwargs)
+            finally:
+                datasets.enable_progress_bars()
+        flags = scored.with_format("arrow")[f"{output_column}_flags"]
+        warn_flags(row for chunk in flags.chunks for row in chunk.to_pylist())
+        return scored
 
 
 def _check_columns(names: Sequence[str], columns: Sequence[str]) -> None:

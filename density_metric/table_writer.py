@@ -18,7 +18,8 @@ before any scoring. Values, by format:
 - ``parquet``: one type a column, from all rows. A column of strings and lists of strings
   (contexts given both ways) is written as lists: a string ``s`` as ``[s]``, the one turn it
   is read as (:func:`~density_metric.tables.unify_contexts` first sets good rows' strings to the turns they were
-  scored with, which keeps a ``context_sep`` split). Any other column that no one arrow type holds (ids ``1`` and ``"b-2"``,
+  scored with, which keeps a ``context_sep`` split). A column of lists of strings is ``list<string>``, even where
+  every list is empty (the flags of a table without a flagged row). Any other column that no one arrow type holds (ids ``1`` and ``"b-2"``,
   ``True`` and ``2``) is written as strings: strings as they are, other values as JSON text.
   Ints and floats together are floats. A lone surrogate in a string is written as U+FFFD.
 """
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .inputs import SURROGATE
-from .outputs import output_target, sync, temporary_path
+from .outputs import check_output_path, output_target, sync, temporary_path
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -105,13 +106,15 @@ def _arrow_column(values: list[Any]) -> pa.Array:
     import pyarrow as pa
 
     present = [value for value in values if value is not None]
+    arrow_type = None
     if any(isinstance(value, list) for value in present) and all(
         isinstance(value, str) or (isinstance(value, list) and all(isinstance(turn, str) for turn in value))
         for value in present
     ):
         values = [[value] if isinstance(value, str) else value for value in values]
+        arrow_type = pa.list_(pa.string())  # also where every list is empty (the flags of unflagged rows)
     try:
-        return pa.array(values)
+        return pa.array(values, type=arrow_type)
     except UnicodeEncodeError:  # a lone surrogate, which UTF-8 cannot hold
         return _arrow_column(_without_surrogates(values))
     except (pa.ArrowException, OverflowError):  # OverflowError: an int past 64 bits
@@ -138,23 +141,7 @@ def check_writable(path: str | Path, fmt: str, records: Sequence[dict[str, Any]]
             directory cannot be created; or the format is unknown.
     """
     check_format(fmt, path)
-    target = output_target(path)
-    if target.is_dir():
-        raise ValueError(f"cannot write {path}: it is a directory")
-    for parent in target.parents:  # nearest first: the first that exists must be a directory
-        if parent.exists():
-            if not parent.is_dir():
-                raise ValueError(f"cannot write {path}: {parent} is not a directory")
-            break
-    temporary = temporary_path(target)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:  # what write_records does first: a read-only folder or file system fails here
-            open(temporary, "x").close()
-        finally:
-            temporary.unlink(missing_ok=True)
-    except OSError as err:
-        raise ValueError(f"cannot write {path}: {err.strerror or err}") from None
+    check_output_path(path)
     if fmt == "parquet":
         arrow_table(records, columns)
 

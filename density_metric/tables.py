@@ -23,8 +23,9 @@ split. The response field holds a string. A row that cannot be read or checked i
 place, with its problem (:class:`Row`); nothing is dropped.
 
 :func:`score_rows` adds to every record ``{field}`` (raw DEnsity score, float),
-``{field}_calibrated`` (float in [0, 1]) and ``{field}_signature`` (the scorer's signature: checkpoint
-and revision, max_length, dtype, versions); all are None for a bad row. With
+``{field}_calibrated`` (float in [0, 1]), ``{field}_flags`` (a list of the flags that say the score means little:
+``empty``, ``unreadable``, ``punctuation``, ``truncated``; :mod:`density_metric.row_flags`) and ``{field}_signature``
+(the scorer's signature: checkpoint and revision, max_length, dtype, versions); all are None for a bad row. With
 ``error_column=True`` it also adds ``{field}_error``: None, or ``"line 3: missing field
 'response'"``. Records are written back in input order, with their other fields unchanged.
 
@@ -57,6 +58,7 @@ __all__ = [
     "check_writable",
     "output_columns",
     "raise_for_bad_rows",
+    "raise_for_missing_column",
     "read_rows",
     "read_table",
     "score_columns",
@@ -142,10 +144,18 @@ def _read_records(path: Path, fmt: str) -> tuple[Records, list[str]]:
         return rows, list(columns)
     if fmt == "csv":
         return _read_csv(path)
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    _refuse_repeated(pq.read_schema(path).names, f"{path}: the schema")  # read_table's own error names no file
-    table = pq.read_table(path)
+    try:
+        schema = pq.read_schema(path)
+        _refuse_repeated(schema.names, f"{path}: the schema")  # read_table's own error names no file
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as err:
+        if isinstance(err, OSError) and err.errno is not None:
+            raise  # the file cannot be opened (missing, no permission): an OSError, as for the other formats
+        # A damaged file: pyarrow's ArrowInvalid (a ValueError) or its errno-less OSError, neither naming the file.
+        raise ValueError(f"{path}: not a readable parquet file ({err})") from None
     return [(record, f"row {index}", None) for index, record in enumerate(table.to_pylist())], table.column_names
 
 
@@ -257,7 +267,7 @@ def read_table(
 
     Raises:
         ValueError: naming the file, for an unknown format, text that is not UTF-8, broken CSV (with
-            its line), a JSON array in place of JSON Lines or a broken parquet file (pyarrow's ArrowInvalid);
+            its line), a JSON array in place of JSON Lines or a damaged parquet file;
             or for an empty ``context_sep``.
         OSError: the file cannot be opened (missing, a directory, no permission).
     """
@@ -310,6 +320,17 @@ def raise_for_bad_rows(path: str | Path, rows: Sequence[Row]) -> None:
         raise ValueError(f"{path}, {bad[0].where}: {bad[0].error} ({len(bad)} bad row(s) in all)")
 
 
+def raise_for_missing_column(path: str | Path, table: Table, field: str) -> None:
+    """Raise a ValueError if ``field`` is none of the table's columns: no row could be scored, so the field's
+    name is wrong, not the rows. A table whose columns are unknown (no row could be read) passes.
+
+    E.g. ``"in.jsonl: no row has the field 'ctx' (columns: 'context', 'response')"``.
+    """
+    if table.columns and field not in table.columns:
+        names = ", ".join(map(repr, table.columns))
+        raise ValueError(f"{path}: no row has the field {field!r} (columns: {names})")
+
+
 def score_rows(
     rows: list[Row],
     score_chunk: ScoreChunk,
@@ -320,8 +341,8 @@ def score_rows(
     error_column: bool = False,
     rating_column: bool = False,
 ) -> None:
-    """Score the good rows ``chunk_rows`` at a time and add ``field``, ``field_calibrated`` and ``field_signature``
-    to every record.
+    """Score the good rows ``chunk_rows`` at a time and add ``field``, ``field_calibrated``, ``field_flags`` and
+    ``field_signature`` to every record.
 
     ``track`` wraps the list of chunks (a progress bar). Bad rows get None, and with
     ``error_column`` every row gets ``field_error`` (None, or where and what the problem is).
@@ -336,7 +357,8 @@ def score_rows(
                 row.record[name] = values[index]
     for row in rows:
         if row.error:
-            row.record[field] = row.record[f"{field}_calibrated"] = row.record[f"{field}_signature"] = None
+            for name in (field, f"{field}_calibrated", f"{field}_flags", f"{field}_signature"):
+                row.record[name] = None
             if rating_column:
                 row.record[f"{field}_rating"] = None
         if error_column:
@@ -351,6 +373,7 @@ def output_columns(
         field,
         f"{field}_calibrated",
         *([f"{field}_rating"] if rating_column else []),
+        f"{field}_flags",
         f"{field}_signature",
         *([f"{field}_error"] if error_column else []),
     ]

@@ -146,7 +146,7 @@ def test_parquet_output_keeps_the_columns_of_a_skipped_malformed_first_line(tiny
     (tmp_path / "in.jsonl").write_text("{broken\n" + "".join(json.dumps(row) + "\n" for row in ROWS), encoding="utf-8")
     assert run(tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.parquet", "--on-error", "skip") == 0
     out = pq.read_table(tmp_path / "out.parquet")
-    assert out.column_names[:7] == ["id", "context", "response", *SCORE_COLUMNS, "density_error"]
+    assert out.column_names[:8] == ["id", "context", "response", *SCORE_COLUMNS, "density_error"]
     assert out.column("id").to_pylist() == [None, 1, 2, 3]
     assert out.column("density_error").to_pylist()[0].startswith("line 1: invalid JSON")
 
@@ -170,7 +170,7 @@ def test_header_only_csv_gives_a_header_only_csv(tiny_checkpoint, tmp_path):
     (tmp_path / "in.csv").write_text("id,context,response\n", encoding="utf-8")
     assert run(tiny_checkpoint, tmp_path / "in.csv", "-o", tmp_path / "out.csv") == 0
     assert (tmp_path / "out.csv").read_text(encoding="utf-8").splitlines() == [
-        "id,context,response,density,density_calibrated,density_signature"
+        "id,context,response,density,density_calibrated,density_flags,density_signature"
     ]
 
 
@@ -218,24 +218,19 @@ def test_jsonl_csv_parquet_jsonl_round_trip_gives_identical_scores(tiny_checkpoi
 # ---------------------------------------------------------------- no stale or partial output
 
 
-def test_ctrl_c_while_scoring_leaves_no_output_and_exits_130(tiny_checkpoint, tmp_path, capsys, monkeypatch):
+def test_ctrl_c_while_scoring_keeps_the_earlier_output_and_exits_130(tiny_checkpoint, tmp_path, capsys, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(distributed, "score_distributed", interrupted)
     write_jsonl(tmp_path / "in.jsonl", ROWS)
-    (tmp_path / "out.jsonl").write_text(json.dumps({**ROWS[0], "density": -1.0}) + "\n")  # a previous run's
+    earlier = json.dumps({**ROWS[0], "density": -1.0}) + "\n"  # a previous run's
+    (tmp_path / "out.jsonl").write_text(earlier)
     assert run(tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl") == 130
     err = capsys.readouterr().err
     assert err.splitlines()[-1] == "interrupted; no output written" and "Traceback" not in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
-
-
-def test_a_failed_run_removes_the_previous_output_so_it_cannot_pass_for_this_one(tiny_checkpoint, tmp_path, capsys):
-    write_jsonl(tmp_path / "in.jsonl", ROWS)
-    (tmp_path / "out.jsonl").write_text(json.dumps({**ROWS[0], "density": -1.0}) + "\n")
-    error_line(capsys, run, tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl", "--max-length", 2)
-    assert not (tmp_path / "out.jsonl").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]  # no temporary file either
+    assert (tmp_path / "out.jsonl").read_text() == earlier
 
 
 def test_scoring_a_file_in_place_never_removes_the_input(tiny_checkpoint, tmp_path, monkeypatch):
@@ -252,7 +247,7 @@ def test_scoring_a_file_in_place_never_removes_the_input(tiny_checkpoint, tmp_pa
     assert read_jsonl(tmp_path / "data.jsonl") == scored
 
 
-def test_sigint_to_a_running_cli_exits_130_with_one_line_and_no_file(tiny_checkpoint, tmp_path):
+def test_sigint_to_a_running_cli_exits_130_with_one_line_and_the_earlier_file_kept(tiny_checkpoint, tmp_path):
     contexts, responses = synthetic_pairs(6000, seed=3)
     write_jsonl(tmp_path / "in.jsonl", [{"context": c, "response": r} for c, r in zip(contexts, responses)])
     (tmp_path / "out.jsonl").write_text("stale\n")
@@ -284,7 +279,8 @@ def test_sigint_to_a_running_cli_exits_130_with_one_line_and_no_file(tiny_checkp
     reader.join(timeout=10)
     text = err.decode()
     assert text.rstrip().splitlines()[-1] == "interrupted; no output written" and "Traceback" not in text
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
+    assert (tmp_path / "out.jsonl").read_text() == "stale\n"
 
 
 # ---------------------------------------------------------------- errors: one line, exit code 2

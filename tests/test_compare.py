@@ -259,3 +259,84 @@ def test_too_few_rows_are_warned_about_in_the_printed_output(tiny_checkpoint, tw
     assert "warning: 4 rows: too few for approximate randomization to reach p < 0.05: it needs at least 6 rows" in (
         captured.out
     )
+
+
+def test_a_json_path_that_cannot_be_written_is_an_error_before_anything_is_scored(
+    tiny_checkpoint, two_systems, tmp_path, capsys, monkeypatch
+):
+    from density_metric import cli
+
+    monkeypatch.setattr(cli, "compare_tables", lambda *a, **k: pytest.fail("scored before --json was checked"))
+    (tmp_path / "file").write_text("")
+    out = tmp_path / "file" / "out.json"
+    line = error_line(capsys, run_compare, tiny_checkpoint, *two_systems, "--json", out)
+    assert line == f"error: cannot write {out}: {tmp_path / 'file'} is not a directory"
+
+
+def test_a_json_path_in_a_new_folder_is_written_as_score_writes_its_output(tiny_checkpoint, two_systems, tmp_path):
+    assert run_compare(tiny_checkpoint, *two_systems, "--json", tmp_path / "new" / "out.json") == 0
+    assert [system["name"] for system in json.loads((tmp_path / "new" / "out.json").read_text())["systems"]] == [
+        "good",
+        "bad",
+    ]
+
+
+# --- flagged rows (issue 56): each system's, and a warning about the one with the most
+
+
+EMPTY = ["", "   ", "", ""]
+
+
+def test_each_systems_flagged_rows_are_reported_and_the_one_with_more_is_warned_about(tiny_scorer, caplog):
+    with caplog.at_level("WARNING"):
+        result = tiny_scorer.compare(CONTEXTS, {"good": GOOD, "empty": EMPTY}, resamples=200, trials=500)
+    good, empty = result.systems
+    assert (good["flagged"], good["flag_counts"]) == (0, {})
+    assert (empty["flagged"], empty["flag_counts"]) == (4, {"empty": 4})
+    assert empty["mean"] < good["mean"] and result.pairs[0]["wins_a"] == 1.0  # emptying every reply loses
+    [warning] = [w for w in result.warnings if "flagged" in w]
+    assert warning.startswith("'empty' has more flagged rows than the other systems (4 of 4, against 'good' 0)")
+    assert warning in caplog.text and "rows are flagged" not in caplog.text  # no per-system warning of score()
+    table = result.format().splitlines()
+    assert table[0].split()[-1] == "flagged" and table[2].endswith(" 0") and table[3].endswith("4 (4 empty)")
+
+
+def test_systems_with_as_many_flagged_rows_are_not_warned_about(tiny_scorer):
+    result = tiny_scorer.compare(CONTEXTS, {"a": ["", *GOOD[1:]], "b": [*BAD[:3], ""]}, resamples=100, trials=100)
+    assert [s["flagged"] for s in result.systems] == [1, 1]
+    assert not [w for w in result.warnings if "flagged" in w]
+
+
+def test_the_compare_command_reports_flagged_rows_of_scored_and_of_stored_files(tiny_checkpoint, tmp_path, capsys):
+    write_jsonl(tmp_path / "good.jsonl", system_rows(GOOD))
+    write_jsonl(tmp_path / "empty.jsonl", system_rows(EMPTY))
+    fresh = [tmp_path / "good.jsonl", tmp_path / "empty.jsonl", "--json", tmp_path / "a.json"]
+    assert run_compare(tiny_checkpoint, *fresh) == 0
+    for name in ("good", "empty"):  # the same files, scored first
+        assert run(tiny_checkpoint, tmp_path / f"{name}.jsonl", "-o", tmp_path / f"{name}.scored.csv") == 0
+    stored = [tmp_path / "good.scored.csv", tmp_path / "empty.scored.csv", "--json", tmp_path / "b.json"]
+    assert main(["compare", *map(str, stored), "--checkpoint", str(tmp_path / "none"), "--names", "good,empty"]) == 0
+    fresh, stored = (json.loads((tmp_path / f"{name}.json").read_text())["systems"] for name in "ab")
+    for systems in (fresh, stored):
+        assert [(s["flagged"], s["flag_counts"]) for s in systems] == [(0, {}), (4, {"empty": 4})]
+    printed = capsys.readouterr().out
+    assert "4 (4 empty)" in printed and "warning: 'empty' has more flagged rows" in printed
+
+
+def test_stored_scores_without_a_flags_column_have_unknown_flagged_rows(tmp_path, capsys):
+    write_jsonl(tmp_path / "a.jsonl", signed_rows(GOOD, [1.0, 2.0, 3.0, 4.0], SIGNATURE))
+    write_jsonl(tmp_path / "b.jsonl", signed_rows(BAD, [0.5, 2.5, 1.0, 3.0], SIGNATURE))
+    assert (
+        main(["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--json", str(tmp_path / "o.json")]) == 0
+    )
+    systems = json.loads((tmp_path / "o.json").read_text())["systems"]
+    assert [(s["flagged"], s["flag_counts"]) for s in systems] == [(None, None), (None, None)]
+    assert capsys.readouterr().out.splitlines()[2].endswith(" -")
+
+
+def test_scores_from_before_the_floor_are_not_compared_with_floored_ones(tmp_path, capsys):
+    """An empty reply scored before issue 56 got a typical score; one scored now gets the floor."""
+    write_jsonl(tmp_path / "a.jsonl", signed_rows(GOOD, [1.0, 2.0, 3.0, 4.0], SIGNATURE))
+    write_jsonl(tmp_path / "b.jsonl", signed_rows(BAD, [0.5, 2.5, 1.0, 3.0], SIGNATURE + "|floor=v1"))
+    line = error_line(capsys, main, ["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")])
+    assert "were scored differently (floor '' against 'v1')" in line

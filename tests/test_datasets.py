@@ -26,7 +26,14 @@ def test_dataset_gets_score_columns_equal_to_list_scoring(spied_scorer, tiny_sco
     expected = tiny_scorer.score(contexts, responses)
     np.testing.assert_allclose(scored["density"], expected.scores, rtol=1e-5)
     np.testing.assert_allclose(scored["density_calibrated"], expected.calibrated, rtol=1e-5, atol=1e-9)
-    assert scored.column_names == ["context", "response", "density", "density_calibrated", "density_signature"]
+    assert scored.column_names == [
+        "context",
+        "response",
+        "density",
+        "density_calibrated",
+        "density_flags",
+        "density_signature",
+    ]
     assert set(scored["density_signature"]) == {tiny_scorer.signature}
 
 
@@ -48,7 +55,7 @@ def test_iterable_dataset_is_scored_lazily(spied_scorer, tiny_scorer):
 def test_custom_columns_and_missing_column(tiny_scorer):
     ds = datasets.Dataset.from_dict({"history": [["hi"]], "reply": ["hello"]})
     scored = tiny_scorer.score_dataset(ds, context_column="history", response_column="reply", output_column="s")
-    assert scored.column_names == ["history", "reply", "s", "s_calibrated", "s_signature"]
+    assert scored.column_names == ["history", "reply", "s", "s_calibrated", "s_flags", "s_signature"]
     with pytest.raises(ValueError, match="dataset has no column 'context'"):
         tiny_scorer.score_dataset(ds)
 
@@ -122,3 +129,11 @@ def test_bad_row_errors_name_the_column(tiny_scorer):
     ds = datasets.Dataset.from_dict({"history": [["hi"], ["ok", None]], "reply": ["a", "b"]})
     with pytest.raises(ValueError, match=r"^history\[1\]\[1\] must be a string, got NoneType"):
         tiny_scorer.score_dataset(ds, context_column="history", response_column="reply")
+
+
+def test_a_pandas_data_frame_is_a_value_error_that_says_what_to_pass(tiny_scorer):
+    import pandas as pd
+
+    frame = pd.DataFrame({"context": [["hi"]], "response": ["hello"]})
+    with pytest.raises(ValueError, match=r"got DataFrame: pass datasets\.Dataset\.from_pandas\(dataset\)"):
+        tiny_scorer.score_dataset(frame)

@@ -31,6 +31,15 @@ def test_compute_returns_scores_calibrated_density_and_signature(metric, tiny_sc
     assert "dtype=float32" in results["signature"]
 
 
+def test_compute_floors_an_empty_reply_flags_every_row_and_warns_once(metric, tiny_scorer, caplog):
+    with caplog.at_level("WARNING"):
+        results = metric.compute(contexts=[["hi"], ["hi"], ["hi"]], responses=["fine thanks", "", "?!"])
+    assert results["flags"] == [[], ["empty"], ["punctuation"]]
+    assert results["scores"][1] == pytest.approx(-2 * tiny_scorer.stats.quantiles[-1])
+    assert results["scores"][1] < results["scores"][0] and results["calibrated"][1] == 0.0
+    assert caplog.text.count("rows are flagged") == 1 and "floor=v1" in results["signature"]
+
+
 def test_load_time_options_reach_the_scorer(metric):
     assert metric.scorer.batch_size == 4
     assert metric.scorer.encoder.device.type == "cpu"
@@ -120,7 +129,7 @@ def load_by_bare_name(env, tiny_checkpoint, workdir, times=1):
 
 def test_bare_name_loads_offline_from_any_directory_after_install(installed, tiny_checkpoint, tmp_path):
     run = load_by_bare_name(installed[0], tiny_checkpoint, tmp_path / "elsewhere")
-    assert "['calibrated', 'calibrated_mean', 'density', 'scores', 'signature']" in run.stdout
+    assert "['calibrated', 'calibrated_mean', 'density', 'flags', 'scores', 'signature']" in run.stdout
     assert "was installed from" not in run.stderr  # installed from the package that imports it
 
 
@@ -224,3 +233,16 @@ def test_evaluate_metric_options_still_pass_through(tiny_checkpoint, tmp_path):
         50,
     )
     assert len(metric.compute(**PAIRS)["scores"]) == 2
+
+
+def test_the_tests_keep_every_hugging_face_cache_in_a_home_of_their_own():
+    # evaluate.load by path and datasets left .arrow.lock files in the user's ~/.cache/huggingface (tests/conftest.py).
+    import datasets
+    import evaluate
+    from huggingface_hub import constants
+
+    home = Path(os.environ["HF_HOME"])
+    assert home.name.startswith("density-tests-hf-home-") and home.is_dir()
+    caches = [evaluate.config.HF_METRICS_CACHE, evaluate.config.HF_MODULES_CACHE, datasets.config.HF_DATASETS_CACHE]
+    caches += [constants.HF_HUB_CACHE, constants.HF_XET_CACHE]
+    assert all(Path(cache).is_relative_to(home) for cache in caches), caches

@@ -171,3 +171,37 @@ def test_the_bundled_release_scores_as_before_the_hardening_round(default_scorer
     contexts, responses = response_pairs(load_dailydialog(DAILYDIALOG, "test"))
     now = default_scorer.score([contexts[i] for i in rows], [responses[i] for i in rows]).scores
     np.testing.assert_allclose(now, before, rtol=1e-5)
+
+
+def test_emptying_every_reply_of_a_system_no_longer_wins_and_is_warned_about(default_scorer):
+    """Issue 56: with every reply of examples/attentive.jsonl emptied, compare ranked that system above attentive
+    and called it significantly better than generic."""
+    from density_metric.compare_systems import compare_tables, read_system
+
+    systems = [read_system(ROOT / "examples" / f"{name}.jsonl") for name in ("attentive", "generic")]
+    emptied = read_system(ROOT / "examples" / "attentive.jsonl", name="emptied")
+    for row in emptied.rows:
+        row.response = ""
+    result, _ = compare_tables([*systems, emptied], lambda: default_scorer, resamples=200, trials=2000)
+    means = {system["name"]: system["mean"] for system in result.systems}
+    assert means["emptied"] < min(means["attentive"], means["generic"])
+    assert not [pair for pair in result.pairs if pair["winner"] == "emptied"]
+    assert [system["flagged"] for system in result.systems][2] == len(emptied.rows)
+    assert any(warning.startswith("'emptied' has more flagged rows") for warning in result.warnings)
+
+
+@needs_data
+@pytest.mark.parametrize("reply", ["", "   ", "😀😀😀"])
+def test_an_empty_blank_or_unreadable_reply_never_outscores_the_real_one(default_scorer, reply):
+    """Issue 56: on 120 DailyDialog test contexts the empty reply outscored the real one in 57 % of cases, "   " too,
+    and "😀😀😀" (every token unknown) was calibrated like a typical human reply."""
+    from train.corpora import load_dailydialog, response_pairs
+
+    contexts, responses = response_pairs(load_dailydialog(DAILYDIALOG, "test"))
+    pick = np.random.default_rng(4).choice(len(responses), size=120, replace=False)
+    contexts, responses = [contexts[i] for i in pick], [responses[i] for i in pick]
+    gold = default_scorer.score(contexts, responses)
+    degenerate = default_scorer.score(contexts, [reply] * len(contexts))
+    assert np.all(degenerate.scores < gold.scores)
+    assert np.all(degenerate.calibrated == 0.0)
+    assert [flags[0] for flags in degenerate.flags] == ["unreadable" if reply.strip() else "empty"] * len(contexts)

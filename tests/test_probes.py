@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.probes import PROBES, make_probes, pronoun_swap, truncated
+from benchmarks.probes import EMOJI, PROBES, PUNCTUATION_REPLIES, make_probes, pronoun_swap, truncated
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 PROBES_FILE = ROOT / "benchmarks" / "probes.py"
-NEGATIVES_FILE = ROOT / "train" / "negatives.py"
+NEGATIVES_FILES = [ROOT / "train" / "negatives.py", ROOT / "train" / "negative_kinds.py"]
 OLD_PROBES = ("random", "repetition", "speaker_confused", "echo", "shuffled")
 
 
@@ -73,6 +73,37 @@ def test_adding_probes_left_the_old_ones_unchanged():
     assert [[case[key] for key in ("gold", *OLD_PROBES)] for case in make_probes(toy, 4, 3)] == expected
 
 
+def test_degenerate_probes_are_an_empty_reply_punctuation_only_and_emoji_only():
+    assert PROBES[-3:] == ("empty", "punctuation", "unreadable")
+    dialogues = [["Hi .", "Hello , how are you ?", "I am fine ."], ["Bye .", "See you ."]]
+    cases = make_probes(dialogues, 3, seed=4)
+    assert cases == make_probes(dialogues, 3, seed=4)
+    for case in cases:
+        assert case["empty"] == ""
+        assert case["punctuation"] in PUNCTUATION_REPLIES and not any(c.isalnum() for c in case["punctuation"])
+        emoji = list(case["unreadable"])
+        assert 1 <= len(emoji) <= 3 and set(emoji) <= set(EMOJI)
+
+
+def test_adding_the_degenerate_probes_left_pronoun_swap_and_truncated_unchanged():
+    """Values written by make_probes before the degenerate probes existed (seed 3)."""
+    toy = [
+        ["a1 x", "a2 y z", "a3 w v u"],
+        ["b1", "b2 q r"],
+        ["c1", "c2 s t", "c3", "c4 m n o p"],
+        ["I like you .", "you know my name", "I am here ."],
+    ]
+    expected = [
+        [None, "c2"],
+        [None, None],
+        ["I know your name", "you know"],
+        [None, "a3 w"],
+        [None, "b2"],
+        ["You are here .", "I"],
+    ]
+    assert [[case["pronoun_swap"], case["truncated"]] for case in make_probes(toy, 6, 3)] == expected
+
+
 @pytest.mark.skipif(not (DATA / "dailydialog").is_dir(), reason="shared data not beside the checkout")
 def test_old_probes_on_dailydialog_are_those_of_the_published_tables():
     """sha256 of the old keys of make_probes on DailyDialog test (500, seed 0: the results tables)
@@ -119,11 +150,12 @@ def function_bodies(path: Path) -> dict[str, str]:
     return bodies
 
 
-def test_probes_and_training_negatives_share_no_imports_and_no_code():
-    probes_imports, negatives_imports = imported_modules(PROBES_FILE), imported_modules(NEGATIVES_FILE)
+@pytest.mark.parametrize("negatives_file", NEGATIVES_FILES, ids=lambda path: path.name)
+def test_probes_and_training_negatives_share_no_imports_and_no_code(negatives_file):
+    probes_imports, negatives_imports = imported_modules(PROBES_FILE), imported_modules(negatives_file)
     assert not [m for m in probes_imports if m == "train" or m.startswith("train.")], probes_imports
     assert not [m for m in negatives_imports if m == "benchmarks" or m.startswith("benchmarks.")], negatives_imports
-    probes, negatives = function_bodies(PROBES_FILE), function_bodies(NEGATIVES_FILE)
+    probes, negatives = function_bodies(PROBES_FILE), function_bodies(negatives_file)
     assert probes and negatives
     shared = [(p, n) for p, body in probes.items() for n, other in negatives.items() if body == other]
     assert not shared, f"function bodies shared between probes.py and negatives.py: {shared}"

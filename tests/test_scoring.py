@@ -75,9 +75,10 @@ def test_calibrated_scores_are_in_unit_interval_and_decrease_with_distance(tiny_
     assert np.all(np.diff(result.calibrated[order]) >= 0)
 
 
-def test_result_dict_has_scores_calibrated_mean_and_signature(tiny_scorer):
+def test_result_dict_has_scores_calibrated_mean_flags_and_signature(tiny_scorer):
     result = tiny_scorer.score([["hi"], "how are you"], ["hello", "fine thanks"]).to_dict()
-    assert set(result) == {"scores", "calibrated", "density", "calibrated_mean", "signature"}
+    assert set(result) == {"scores", "calibrated", "density", "calibrated_mean", "flags", "signature"}
+    assert result["flags"] == [[], []]
     assert result["density"] == pytest.approx(np.mean(result["scores"]))
     for part in (
         "density_metric=0.1.0",
@@ -85,6 +86,7 @@ def test_result_dict_has_scores_calibrated_mean_and_signature(tiny_scorer):
         "@sha256:",
         "max_length=64",
         "dtype=float32",
+        "floor=v1",
         "torch=",
         "transformers=",
     ):

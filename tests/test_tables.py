@@ -2,6 +2,7 @@
 
 import csv
 import json
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -13,6 +14,7 @@ from density_metric.tables import (
     Row,
     output_columns,
     raise_for_bad_rows,
+    raise_for_missing_column,
     read_rows,
     read_table,
     score_columns,
@@ -29,7 +31,7 @@ RECORDS = [
 
 
 # The columns score_rows adds to every row (with error_column, density_error after them).
-SCORE_COLUMNS = ["density", "density_calibrated", "density_signature"]
+SCORE_COLUMNS = ["density", "density_calibrated", "density_flags", "density_signature"]
 
 
 def fake_scorer(calls=None):
@@ -136,6 +138,26 @@ def test_unreadable_files_are_value_errors_naming_the_file(tmp_path):
         read_rows(tmp_path / "latin1.jsonl")
 
 
+@pytest.mark.parametrize("damage", ["not parquet", "truncated"])
+def test_a_damaged_parquet_file_is_a_value_error_naming_it(tmp_path, damage):
+    pq.write_table(pa.Table.from_pylist(RECORDS * 20), tmp_path / "whole.parquet")
+    data = (tmp_path / "whole.parquet").read_bytes()
+    path = tmp_path / "in.parquet"
+    path.write_bytes(b"id,context,response\n" if damage == "not parquet" else data[: len(data) // 2] + data[-64:])
+    with pytest.raises(ValueError, match=f"^{re.escape(str(path))}: not a readable parquet file "):
+        read_rows(path)
+
+
+def test_a_field_that_no_row_has_is_a_value_error_naming_the_columns(tmp_path):
+    (tmp_path / "in.csv").write_text("id,ctx,response\n1,hi,fine\n", encoding="utf-8")
+    table = read_table(tmp_path / "in.csv")
+    with pytest.raises(
+        ValueError, match=r"in\.csv: no row has the field 'context' \(columns: 'id', 'ctx', 'response'\)"
+    ):
+        raise_for_missing_column(tmp_path / "in.csv", table, "context")
+    raise_for_missing_column(tmp_path / "in.csv", table, "ctx")  # some row has it: no error
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
 def test_records_written_read_back_unchanged(tmp_path, fmt):
     path = tmp_path / "sub" / f"out.{fmt}"  # the directory is created
@@ -163,7 +185,12 @@ def test_csv_writes_nan_and_infinities_as_empty_fields_like_none(tmp_path):
 
 def test_score_columns_names_the_output_columns():
     columns = score_columns(fake_scorer(), [["hi"], []], ["abc", ""], field="s")
-    assert columns == {"s": [-3.0, -0.0], "s_calibrated": [0.25, 1.0], "s_signature": ["fake", "fake"]}
+    assert columns == {
+        "s": [-3.0, -0.0],
+        "s_calibrated": [0.25, 1.0],
+        "s_flags": [[], []],
+        "s_signature": ["fake", "fake"],
+    }
     assert all(type(value) is float for name in ("s", "s_calibrated") for value in columns[name])
 
 
@@ -189,7 +216,7 @@ def test_score_rows_without_error_column_or_good_rows():
     rows = [Row({}, "row 0", error="not a JSON object")]
     calls = []
     score_rows(rows, fake_scorer(calls), field="s")
-    assert calls == [] and rows[0].record == {"s": None, "s_calibrated": None, "s_signature": None}
+    assert calls == [] and rows[0].record == {"s": None, "s_calibrated": None, "s_flags": None, "s_signature": None}
 
 
 def read_csv_lines(path):

@@ -68,6 +68,17 @@ def test_training_package_is_installed_as_density_train_not_train(tmp_path):
     assert run.stdout.split() == ["True", "15"]
 
 
+@pytest.mark.parametrize("package", ["density_train", "train"])
+def test_usage_names_the_package_as_it_was_run(tmp_path, package):
+    """Installed, the package runs as python -m density_train; from a checkout, as python -m train."""
+    cwd = tmp_path if package == "density_train" else Path(__file__).resolve().parents[1]
+    run = subprocess.run(
+        [sys.executable, "-m", package, "--help"], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith(f"usage: python -m {package} "), run.stdout
+
+
 def test_version_comes_from_the_package_metadata():
     from importlib.metadata import version
 

@@ -73,7 +73,8 @@ COMMANDS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m train")
+    # The package's name as imported: train from a checkout, density_train once installed (pyproject.toml).
+    parser = argparse.ArgumentParser(prog=f"python -m {__package__ or 'train'}")
     commands = parser.add_subparsers(dest="command", required=True)
     for name, help, add_arguments, command in COMMANDS:
         subparser = commands.add_parser(name, help=help)

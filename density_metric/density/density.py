@@ -42,8 +42,10 @@ _KWARGS_DESCRIPTION = """
 Args:
     contexts (`list` of `list` of `str`): per row, the dialogue turns before the response,
         oldest first. A plain string per row is read as one turn. An empty list is allowed.
-    responses (`list` of `str`): the responses to score, one per row. An empty string is
-        scored (as "[CLS] context [SEP] [SEP]").
+    responses (`list` of `str`): the responses to score, one per row. An empty or blank string, or
+        one whose every token is unknown to the encoder (emoji only), gets the floor score: twice the
+        largest distance of the checkpoint's held-out human replies, so below every one of them
+        (calibrated 0.0); such rows are flagged.
 
 Load-time options (`evaluate.load("density", ...)`):
     checkpoint (`str`, optional): a local checkpoint directory or a Hub model repo id;
@@ -66,7 +68,12 @@ Returns:
         distance is larger, in [0, 1]. 0.9: more typical than 90% of real human replies.
     density (`float`): mean of `scores`.
     calibrated_mean (`float`): mean of `calibrated`.
-    signature (`str`): checkpoint id and revision or content hash, options, library versions.
+    flags (`list` of `list` of `str`): per row, what makes its score mean little, `[]` for most rows:
+        "empty" (an empty or blank reply) and "unreadable" (every token unknown), both scored at the floor;
+        "punctuation" (no letter or digit: "...", "?!"); "truncated" (the pair did not fit `max_length`).
+        A flagged row also makes `compute` log one warning with the counts.
+    signature (`str`): checkpoint id, revision or content hash, options (`floor=v1`: the floor's policy),
+        library versions.
     ratings (`list` of `float`, only for a checkpoint with a few-shot rating head made by
         `python -m train calibrate`): predicted human rating per row, on the ratings' scale.
 
@@ -77,7 +84,7 @@ Examples:
     ...     responses=["Great, I went hiking with my sister.", "Weekend weekend weekend."],
     ... )
     >>> sorted(results)
-    ['calibrated', 'calibrated_mean', 'density', 'scores', 'signature']
+    ['calibrated', 'calibrated_mean', 'density', 'flags', 'scores', 'signature']
     >>> all(0.0 <= value <= 1.0 for value in results["calibrated"])
     True
 """
