@@ -4,6 +4,7 @@ reference columns of the meta-evaluation tables."""
 # DEnsity's published numbers (x100), for a clearly labelled reference column only.
 PAPER_DENSITY = {
     "dailydialog_zhao": {"pearson": 56.81, "spearman": 57.03},
+    # Transcription B of the paper; transcription A gives 54.92 / 62.70 (docs/published-numbers.md gives both).
     "convai2_usr": {"pearson": 57.03, "spearman": 62.97},
     "fed_dialogue": {"spearman": 43.3},
 }

@@ -35,7 +35,10 @@ Run it standalone on a checkpoint::
     python -m train.grounding_validation --checkpoint density_metric/default --out grounding.json
 
 or from training (``--grounding-valid FILE``): the trainer scores the same groups with the current
-encoder and the evaluation Gaussian (:func:`group_metrics`).
+encoder and the evaluation Gaussian (:func:`group_metrics`). ``--grounded-valid personachat,topical_chat``
+adds the same signal on the held-out split of each grounded corpus (:mod:`train.grounded_corpora`,
+:meth:`GroundingSet.from_dialogues` with ``name="grounding_<corpus>"``): there a gold's "persona" overlap is its
+overlap with its context's grounding lines (Topical-Chat: the cited knowledge), and only golds with lines count.
 """
 
 from __future__ import annotations
