@@ -234,12 +234,15 @@ class PairFormat:
         """
         return self.encode_with_cuts(tokenizer, contexts, responses)[0]
 
-    def _context_budget(self, specials: tuple[list[int], list[int], list[int]], kept_response: int) -> int:
+    def _context_budget(
+        self, specials: tuple[list[int], list[int], list[int]], kept_response: int, layout: str | None = None
+    ) -> int:
         """Most context tokens a pair keeps beside ``kept_response`` reply tokens, given the pair template's
         ``specials`` (:func:`special_token_layout`): in the ``paper`` layout what the reply leaves of
-        ``max_length``; in ``shared-context`` a fixed budget whatever the reply (the module docstring)."""
+        ``max_length``; in ``shared-context`` a fixed budget whatever the reply (the module docstring).
+        ``layout``: this format's by default."""
         before, between, after = specials
-        if self.layout == "paper":
+        if (layout or self.layout) == "paper":
             return self.max_length - len(before) - len(between) - len(after) - kept_response
         return self.max_length - self.max_response_length - 2 * len(before) - len(between) - len(after)
 
@@ -270,9 +273,10 @@ class PairFormat:
     def encode_with_cuts(
         self, tokenizer, contexts: Sequence[Sequence[str]], responses: Sequence[str]
     ) -> tuple[list[list[int]], list[bool]]:
-        """:meth:`encode`, and for every pair whether truncation cut its context or response."""
+        """:meth:`encode`, and for every pair whether truncation cut its context or response. One pair a row in
+        the paper layout's template and budget, whatever this format's layout."""
         specials = before, between, after = special_token_layout(tokenizer)
-        if self._context_budget(specials, self.max_response_length) < 0:
+        if self._context_budget(specials, self.max_response_length, "paper") < 0:
             raise ValueError(
                 f"max_response_length={self.max_response_length} leaves no room in max_length={self.max_length}"
             )
@@ -287,7 +291,7 @@ class PairFormat:
         encoded, cut = [], []
         for context, response in zip(context_ids, response_ids):
             kept_response = response[: self.max_response_length]
-            kept_context = context[max(len(context) - self._context_budget(specials, len(kept_response)), 0) :]
+            kept_context = context[max(len(context) - self._context_budget(specials, len(kept_response), "paper"), 0) :]
             encoded.append([*before, *kept_context, *between, *kept_response, *after])
             cut.append(len(kept_response) < len(response) or len(kept_context) < len(context))
         return encoded, cut

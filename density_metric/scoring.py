@@ -109,8 +109,9 @@ class DensityScorer:
         allow_empty: bool = False,
         fields: tuple[str, str] = ("contexts", "responses"),
     ) -> np.ndarray:
-        """Mahalanobis distance of every pair: (n,) float64. ``first_row`` and ``fields`` name bad rows in
-        errors (as :func:`~density_metric.inputs.check_pairs`)."""
+        """The score's distance of every pair (:meth:`distances_of`: Mahalanobis, with the repetition term where
+        the checkpoint has one, at least the floor for an empty or unreadable reply): (n,) float64. ``first_row``
+        and ``fields`` name bad rows in errors (as :func:`~density_metric.inputs.check_pairs`)."""
         contexts, responses = check_pairs(
             contexts, responses, first_row=first_row, allow_empty=allow_empty, fields=fields
         )
@@ -259,18 +260,24 @@ class DensityScorer:
                 ``"rms"`` (the authors' code: ``-sqrt(mean(d^2))``).
 
         Returns:
-            One dict per dialogue: ``score`` (the aggregate), ``turn_scores`` and
-            ``turn_calibrated`` (one per turn from the second on).
+            One dict per dialogue: ``score`` (the aggregate), ``turn_scores``, ``turn_calibrated`` and
+            ``turn_flags`` (one per turn from the second on; :meth:`flags`). An empty or unreadable turn
+            scores the floor, which pulls its dialogue's score down; one warning per call counts the
+            flagged turns.
         """
         if aggregate not in DIALOGUE_AGGREGATES:
             raise ValueError(f"aggregate must be one of {DIALOGUE_AGGREGATES}, got {aggregate!r}")
         dialogues = check_dialogues(dialogues)
         contexts = [turns[:i] for turns in dialogues for i in range(1, len(turns))]
         responses = [turns[i] for turns in dialogues for i in range(1, len(turns))]
-        distances = self.distances(contexts, responses)
+        contexts, responses = check_pairs(contexts, responses)
+        flags = self.flags(contexts, responses)
+        distances = self.distances_of(self.features(contexts, responses), responses, flags)
+        warn_flags(flags)
         results, start = [], 0
         for turns in dialogues:
             turn_distances = distances[start : start + len(turns) - 1]
+            turn_flags = flags[start : start + len(turns) - 1]
             start += len(turns) - 1
             value = -turn_distances.mean() if aggregate == "mean" else -np.sqrt(np.mean(turn_distances**2))
             results.append(
@@ -278,6 +285,7 @@ class DensityScorer:
                     "score": float(value),
                     "turn_scores": (-turn_distances).tolist(),
                     "turn_calibrated": calibrate(turn_distances, self.stats.quantiles).tolist(),
+                    "turn_flags": turn_flags,
                 }
             )
         return results

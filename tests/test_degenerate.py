@@ -111,6 +111,18 @@ def test_score_logs_one_warning_with_the_counts(tiny_scorer, caplog):
     assert "floor" in warning
 
 
+def test_a_dialogue_gives_each_turn_its_flags_and_the_floor_and_warns_once(tiny_scorer, caplog):
+    dialogue = ["hello there", "", "the weather is nice", "😀😀"]
+    [result] = tiny_scorer.score_dialogues([dialogue])
+    assert result["turn_flags"] == [["empty"], [], ["unreadable"]]
+    alone = tiny_scorer.score([["hello there", ""]], ["the weather is nice"]).scores[0]
+    assert result["turn_scores"][1] == pytest.approx(alone)  # an unflagged turn keeps its own score
+    floor = -2 * tiny_scorer.stats.quantiles[-1]
+    assert result["turn_scores"][0] <= floor and result["turn_scores"][2] <= floor
+    assert result["turn_calibrated"][0] == result["turn_calibrated"][2] == 0.0
+    assert len(flag_warnings(caplog)) == 1
+
+
 def test_no_warning_without_a_flagged_row_or_with_warn_false(tiny_scorer, caplog):
     with caplog.at_level(logging.WARNING):
         tiny_scorer.score([["hi"]], ["fine thanks"])
