@@ -3,16 +3,20 @@
 # the four pilot arms at once, the rule (select_arm.py), the winner trained on for the minutes left, and the chosen
 # checkpoint packed into $OUT (float16 weights in parts under 16 MiB, with sha256). Run from a snapshot folder that
 # holds this commit's code (train/, density_metric/ with default/, benchmarks/, results/experiments/...) and
-# ../shared/data; DEADLINE (default 540) is the seconds the whole script may take.
+# ../shared/data; DEADLINE (default 420) is the seconds the whole script may take (keep it 2-3 minutes inside the
+# command's limit). Commit 84b6e1e ran it on an H200 lease: see PLAN.md's addendum for what went wrong.
 set -uo pipefail
 T0=$(date +%s)
-DEADLINE=${DEADLINE:-540}
+DEADLINE=${DEADLINE:-420}
 OUT=${OUT:-/tmp/out}
 R=runs/grounded-corpora
 here=results/experiments/grounded-corpora
 log() { echo "[$(($(date +%s) - T0)) s] $*"; }
 left() { echo $((DEADLINE - ($(date +%s) - T0))); }
-export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=true OMP_NUM_THREADS=3
+# python3 itself: a `python` linked to a venv's python3 outside the venv loses the venv (and numpy), as the
+# first lease found. DEADLINE must stay well inside the command's limit: the second lease's command outran its 590 s
+# and nothing under $OUT came back, so each arm also runs under `timeout`.
+export PYTHON=python3 PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=true OMP_NUM_THREADS=3
 mkdir -p "$OUT" "$R"
 
 log "versions"
@@ -23,13 +27,14 @@ python3 -c "import datasets; datasets.Dataset.from_list([{'turns': ['a', 'b']}])
 log "benchmarks (the GPU alone)"
 [ -n "${SKIP_BENCH:-}" ] || timeout 100 python3 -m benchmarks.speed --pairs 512 --naive-pairs 128 --repeats 2 --json "$R/speed_cuda.json" > "$R/speed.out" 2>&1 ||
   log "speed benchmark failed or timed out: $(tail -2 "$R/speed.out")"
-[ -n "${SKIP_BENCH:-}" ] || timeout 60 python3 -m benchmarks.batch_invariance --pairs 1000 --json "$R/batch_invariance_cuda.json" > "$R/batch_invariance.out" 2>&1 ||
+[ -n "${SKIP_BENCH:-}" ] || timeout 120 python3 -m benchmarks.batch_invariance --pairs 1000 --json "$R/batch_invariance_cuda.json" > "$R/batch_invariance.out" 2>&1 ||
   log "batch-invariance benchmark failed or timed out: $(tail -2 "$R/batch_invariance.out")"
 
 log "pilot: arms a b c d at once, STEPS=${STEPS:=1500}"
 if [ -z "${SKIP_PILOT:-}" ]; then  # SKIP_PILOT=1: the arms' folders are there already (a rerun of what follows)
   for arm in a b c d; do
-    STEPS=$STEPS MINUTES=${PILOT_MINUTES:-4} EXTRA="--weights-dtype float16 ${PILOT_EXTRA:-}" bash "$here/run.sh" "$arm" "$R/$arm" &
+    STEPS=$STEPS MINUTES=${PILOT_MINUTES:-4} EXTRA="--weights-dtype float16 ${PILOT_EXTRA:-}" \
+      timeout $((${PILOT_MINUTES:-4} * 60 + 90)) bash "$here/run.sh" "$arm" "$R/$arm" &
   done
   wait
 fi

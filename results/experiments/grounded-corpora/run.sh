@@ -6,7 +6,7 @@
 # ConvAI2 grounding signal and the two corpora's held-out grounding signals, each also under a Gaussian of plain
 # DailyDialog golds (plain/...). Usage: STEPS=N MINUTES=M bash results/experiments/grounded-corpora/run.sh ARM [OUT]
 # DATA (default ../shared/data) is the shared data folder, INIT_FROM (default density_metric/default) the start, and
-# EXTRA more flags (a repeated flag's last value wins). Rerunning the same command resumes the arm.
+# EXTRA more flags (a repeated flag's last value wins), PYTHON the interpreter (default python). Rerunning the same command resumes the arm.
 set -euo pipefail
 arm=$1 out=${2:-runs/grounded-corpora/$1}
 DATA=${DATA:-../shared/data}
@@ -27,6 +27,6 @@ declare -A ARM=(
 [ -n "${ARM[$arm]:-}" ] || { echo "unknown arm $arm (a b c d)"; exit 2; }
 mkdir -p "$out"
 # shellcheck disable=SC2086
-python -m train train "${COMMON[@]}" --anchor-weight 1 --overlap-rows 6 --seed 57 --negatives-seed 57 \
+"${PYTHON:-python}" -m train train "${COMMON[@]}" --anchor-weight 1 --overlap-rows 6 --seed 57 --negatives-seed 57 \
   --dailydialog-train clean $corpora $signals $select ${ARM[$arm]} ${EXTRA:-} --out "$out" \
   >> "$out/train.out" 2>> "$out/train.err" || { echo "$arm failed: see $out/train.err"; tail -5 "$out/train.err"; exit 1; }
