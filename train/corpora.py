@@ -487,10 +487,9 @@ def load_splits(name: str, args) -> list:
         dialogues = read_chitchat()
         return [_split_rows(dialogues, split, name) for split in SEEDED_SPLITS]
     if name in ("personachat", "topical_chat"):
-        from .grounded_corpora import load_personachat, load_topical_chat
+        from .grounded_corpora import LOADERS
 
-        load = load_personachat if name == "personachat" else load_topical_chat
-        return [load(getattr(args, name), split) for split in SEEDED_SPLITS]
+        return [LOADERS[name](getattr(args, name), split) for split in SEEDED_SPLITS]
     if name == "convai2":
         return [load_convai2(args.train_file), load_convai2(args.valid_file)]
     if name == "jsonl":

@@ -180,3 +180,7 @@ def load_topical_chat(path: str | Path, split: str) -> datasets.Dataset:
     """Topical-Chat's validation conversations (:func:`read_topical_chat`), split by conversation (module
     docstring), one row per response."""
     return _dataset([row for rows in _split(read_topical_chat(path), split, "topical_chat") for row in rows])
+
+
+# The loader of each grounded corpus, ``loader(path, split)``, by its --corpus name.
+LOADERS = {"personachat": load_personachat, "topical_chat": load_topical_chat}

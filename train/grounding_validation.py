@@ -95,7 +95,7 @@ def content_overlap(reply: str, reference: str) -> float:
 
 def persona_lines(context: Sequence[str]) -> str:
     """The context's persona lines without their "your persona:" prefix, joined by spaces."""
-    return " ".join(turn[len(PERSONA) :].strip() for turn in context if turn.startswith(PERSONA))
+    return grounding_text([turn for turn in context if turn.startswith(PERSONA)])
 
 
 def grounding_text(lines: Sequence[str]) -> str:

@@ -80,7 +80,7 @@ def load_grounded_valid(args, corpora: list[str], pairs: int) -> list:
     """The grounding signal sets of ``--grounded-valid``: per corpus, up to ``pairs`` seeded golds of its held-out
     split (:meth:`train.grounding_validation.GroundingSet.from_dialogues`), named ``grounding_<corpus>``; a
     ValueError names the corpus's missing folder flag."""
-    from .corpora import load_splits
+    from .grounded_corpora import LOADERS
     from .grounding_validation import GroundingSet
 
     sets = []
@@ -89,7 +89,7 @@ def load_grounded_valid(args, corpora: list[str], pairs: int) -> list:
         if not getattr(args, name, None):
             raise ValueError(f"--grounded-valid {name} needs {flag}")
         try:
-            _, valid = load_splits(name, args)
+            valid = LOADERS[name](getattr(args, name), "validation")
         except OSError as err:
             raise ValueError(f"--grounded-valid {name} ({flag}): {err.filename}: {err.strerror}") from None
         sets.append(GroundingSet.from_dialogues(valid, pairs, source=name, name=f"grounding_{name}"))

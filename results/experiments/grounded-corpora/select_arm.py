@@ -100,9 +100,8 @@ def judge_continued(root: Path, winner: str) -> str:
     chosen = json.loads((root / "select.json").read_text())
     gaussian = "" if chosen["gaussian"] == "own" else "plain/"
     control, pilot, start = chosen["kept"][CONTROL], chosen["kept"][winner], chosen["start"]
-    records = read_log(root / f"{winner}-more" / "log.jsonl")
-    found = evaluations(records)
-    continued = max(found, key=lambda r: (selection_value(r, SELECT_ON, FLOOR, found[0]), r["step"]))
+    found = evaluations(read_log(root / f"{winner}-more" / "log.jsonl"))
+    continued = kept(found, found[-1]["step"])
     _, _, reasons = verdict({CONTROL: control, winner: continued}, start)
     reason = reasons[f"{winner} ({'plain' if gaussian else 'own'} Gaussian)"]
     g_continued, g_pilot = grounding_mean(continued, gaussian), grounding_mean(pilot, gaussian)
