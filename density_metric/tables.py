@@ -357,10 +357,8 @@ def score_rows(
                 row.record[name] = values[index]
     for row in rows:
         if row.error:
-            for name in (field, f"{field}_calibrated", f"{field}_flags", f"{field}_signature"):
+            for name in output_columns((), field, rating_column=rating_column):
                 row.record[name] = None
-            if rating_column:
-                row.record[f"{field}_rating"] = None
         if error_column:
             row.record[f"{field}_error"] = f"{row.where}: {row.error}" if row.error else None
 
