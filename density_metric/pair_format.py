@@ -246,6 +246,43 @@ class PairFormat:
             return self.max_length - len(before) - len(between) - len(after) - kept_response
         return self.max_length - self.max_response_length - 2 * len(before) - len(between) - len(after)
 
+    def context_budget(self, tokenizer) -> int:
+        """Most context tokens every pair keeps, whatever its reply: in the ``paper`` layout beside a reply of
+        ``max_response_length`` tokens (a shorter reply leaves more), in ``shared-context`` the fixed budget."""
+        return self._context_budget(special_token_layout(tokenizer), self.max_response_length)
+
+    def keep_lines(self, tokenizer, contexts: Sequence[Sequence[str]], lines: Sequence[int]) -> list[list[str]]:
+        """The contexts with their grounding lines read whole where they fit: context ``i``'s first ``lines[i]``
+        turns are grounding lines (persona or knowledge lines), and where the context is longer than
+        :meth:`context_budget`, its oldest dialogue turns after the lines are dropped, never the last one, until
+        it fits. Plain left truncation (:meth:`encode`) would cut the lines first, since they come first.
+
+        A context without lines, or one that fits, comes back as it is (a new list); one whose lines and last
+        turn alone do not fit keeps them, and the encoder's left cut then takes the excess off the lines.
+        Lengths are counted per turn (blank turns none, one separator between kept turns), as
+        :func:`join_context` and the tokenizer would join them; each distinct turn is tokenised once.
+        """
+        if len(contexts) != len(lines):
+            raise ValueError(f"{len(contexts)} contexts but {len(lines)} line counts")
+        budget = self.context_budget(tokenizer)
+        separator = len(tokenizer(self.turn_separator, add_special_tokens=False)["input_ids"])
+        long = [i for i, count in enumerate(lines) if 0 < count < len(contexts[i])]
+        turns = list(dict.fromkeys(turn.strip() for i in long for turn in contexts[i]))
+        ids = tokenizer(turns, add_special_tokens=False, verbose=False)["input_ids"] if turns else []
+        size = dict(zip(turns, map(len, ids)))
+        out = [list(context) for context in contexts]
+        for i in long:
+            counts = [size[turn.strip()] for turn in contexts[i]]
+            kept = [n for n in counts if n]
+            total = sum(kept) + separator * max(len(kept) - 1, 0)
+            start = lines[i]
+            while total > budget and start < len(counts) - 1:
+                if counts[start]:
+                    total -= counts[start] + separator
+                start += 1
+            out[i] = out[i][: lines[i]] + out[i][start:]
+        return out
+
     def reply_ids(self, tokenizer, responses: Sequence[str]) -> list[list[int]]:
         """Each reply's token ids as :meth:`encode` reads them, before truncation: ``[]`` for a blank reply."""
         replies = [_reply_text(response, tokenizer) for response in responses]

@@ -128,6 +128,9 @@ class TrainConfig:
     # so that a gain of the encoder is told apart from a gain of the Gaussian.
     grounded_valid: str = ""
     plain_fit_corpus: str = ""
+    # Grounding lines read whole (PairFormat.keep_lines): in every training, validation and grounding context
+    # whose first turns are grounding lines, the oldest dialogue turns go before the lines do.
+    keep_lines: bool = False
 
     def __post_init__(self):
         if isinstance(self.pair_format, dict):  # as read back from trainer_state.json

@@ -283,6 +283,13 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
         "needs each corpus's folder flag (--personachat, --topical-chat)",
     )
     grounding.add_argument(
+        "--keep-lines",
+        action="store_true",
+        help="read grounding lines (persona or knowledge lines, first in a context) whole where they fit: drop the "
+        "oldest dialogue turns of a long context instead, never the last (training, validation and grounding "
+        "contexts; the checkpoint's scorer does not know it yet)",
+    )
+    grounding.add_argument(
         "--plain-fit-corpus",
         default="",
         metavar="CORPUS",

@@ -48,7 +48,7 @@ import json
 import re
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -120,6 +120,7 @@ class GroundingSet:
     seed: int = DEFAULT_SEED
     source: str = ""
     name: str = "grounding"  # the metrics' prefix: grounding/... for ConvAI2, grounding_<corpus>/... for a corpus
+    lines: list[int] | None = None  # per context, how many of its first turns are grounding lines (None: unknown)
 
     def __len__(self) -> int:
         return len(self.golds)
@@ -129,6 +130,14 @@ class GroundingSet:
         names = ("persona_spearman", "last_turn_spearman", "echo_win", "echo_auc")
         names += ("recall_at_1",) if any(self.distractors) else ()
         return tuple(f"{self.name}/{name}" for name in names)
+
+    def with_lines_kept(self, tokenizer, pair_format) -> GroundingSet:
+        """This set with its contexts cut by :meth:`PairFormat.keep_lines` (the grounding lines read whole where
+        they fit); golds, echoes, distractors and overlaps unchanged (the last turn always stays)."""
+        if self.lines is None:
+            raise ValueError(f"{self.name}: which turns are grounding lines is not known")
+        contexts = pair_format.keep_lines(tokenizer, self.contexts, self.lines)
+        return replace(self, contexts=contexts)
 
     def groups(self) -> list[list[str]]:
         """Per context, its candidates: the gold, the echo, then the distractors (1 + 1 + k)."""
@@ -152,7 +161,7 @@ class GroundingSet:
         :func:`content_overlap` with those lines, a "your persona:" prefix removed."""
         if n < 1 or distractors < 0:
             raise ValueError(f"the grounding set needs n >= 1 and distractors >= 0, got {n} and {distractors}")
-        contexts, golds, owners, lines = [], [], [], []
+        contexts, golds, owners, lines, counts = [], [], [], [], []
         for number, row in enumerate(dialogues):
             turns, prefix = list(row["turns"]), list(row["prefix"])
             for i in row["responses"] if prefix else ():
@@ -160,6 +169,7 @@ class GroundingSet:
                 golds.append(turns[i])
                 owners.append(number)
                 lines.append(grounding_text(prefix))
+                counts.append(len(prefix))
         if not golds:
             raise ValueError(f"{source or 'the grounding set'}: no gold replies")
         owners = np.asarray(owners)
@@ -184,7 +194,7 @@ class GroundingSet:
         persona = np.array([content_overlap(golds[k], lines[i]) for k, i in enumerate(rows)])
         last = np.array([content_overlap(g, c[-1]) for c, g in zip(contexts, golds)])
         echoes = [context[-1] for context in contexts]
-        return cls(contexts, golds, echoes, chosen, persona, last, seed, source, name)
+        return cls(contexts, golds, echoes, chosen, persona, last, seed, source, name, [counts[i] for i in rows])
 
     @classmethod
     def load(

@@ -120,6 +120,9 @@ class Trainer(Evaluation):
             set_attention_dropout(model.encoder, config.attention_dropout)
         if not config.dropout:
             set_dropout(model.encoder, 0.0)
+        if config.keep_lines:  # before anything reads the contexts (overlap pool, lengths, validation kinds, fits)
+            train, valid = (self._lines_kept(data) for data in (train, valid))
+            self.train_data, self.valid_data = train, valid
         self.context_lengths = self.overlap_pool = None
         if config.overlap_rows:  # golds that reuse the last turn's words, as people's good replies often do
             self.overlap_pool = np.flatnonzero(last_turn_overlap(train.contexts, train.responses) >= OVERLAP_MIN)
@@ -172,6 +175,10 @@ class Trainer(Evaluation):
             except OSError as err:
                 raise ValueError(f"--grounding-valid {config.grounding_valid}: {err.strerror or err}") from None
             self.grounding_sets.insert(0, convai2)
+        if config.keep_lines:
+            self.grounding_sets = [
+                data.with_lines_kept(self.tokenizer, config.pair_format) for data in self.grounding_sets
+            ]
         for name in required_metrics(config.select_on, config.select_floor):  # before training, not later
             if name not in self.metric_names():
                 flag = "--select-on" if name in selection_metrics(config.select_on) else "--select-floor"
@@ -215,6 +222,17 @@ class Trainer(Evaluation):
                 f"{path}: no retrieval index; build it with python -m train retrieval-index (--split {split})"
             )
         return RetrievalIndex.load(path, pool)
+
+    def _lines_kept(self, data: SelectionData) -> SelectionData:
+        """``data`` with its contexts cut by :meth:`PairFormat.keep_lines`: a pair's grounding lines are the turns
+        before its dialogue's (``len(context) - turn_index``; none without dialogues)."""
+        if data.turn_indices is None:
+            return data
+        lines = [len(context) - index for context, index in zip(data.contexts, data.turn_indices)]
+        kept = data.with_contexts(self.config.pair_format.keep_lines(self.tokenizer, data.contexts, lines))
+        changed = sum(new != old for new, old in zip(kept.contexts, data.contexts))
+        logger.info("--keep-lines: %d of %d contexts drop old turns to keep their grounding lines", changed, len(data))
+        return kept
 
     def _steps_per_epoch(self) -> int:
         micro_batches = len(self.train_data) // self.config.batch_size

@@ -56,9 +56,13 @@ def kept(records: list[dict], last_step: int) -> dict:
     return max(usable, key=lambda r: (selection_value(r, SELECT_ON, FLOOR, start), r["step"]))
 
 
-def verdict(arms: dict[str, dict], start: dict) -> tuple[str, str, dict[str, str]]:
+def verdict(
+    arms: dict[str, dict], start: dict, trained: frozenset[str] = frozenset()
+) -> tuple[str, str, dict[str, str]]:
     """(winner, its Gaussian: "" own or "plain/", reason per arm and Gaussian) by PLAN.md's rule. The control is
-    judged under its own Gaussian (DailyDialog's); every other arm under each of its two Gaussians."""
+    judged under its own Gaussian (DailyDialog's); every other arm under each of its two Gaussians. An arm of
+    ``trained`` (PLAN.md's second addendum: its step 0 already reads the contexts differently) beats the control
+    only with a kept evaluation after its step 0."""
     a = arms[CONTROL]
     reasons, winners = {}, []
     for name, m in arms.items():
@@ -66,7 +70,7 @@ def verdict(arms: dict[str, dict], start: dict) -> tuple[str, str, dict[str, str
             continue
         plain_gain = grounding_mean(m, "plain/") - grounding_mean(a)
         for gaussian in ("", "plain/"):
-            fails = []
+            fails = [] if name not in trained or m["step"] > 0 else ["kept its step 0: training raised nothing"]
             for metric in ("recall_at_1", "auc_density/echo", "auc_density/speaker"):
                 mine = m[metric if metric == "recall_at_1" else gaussian + metric]
                 if mine < a[metric] - 0.02:
@@ -137,6 +141,13 @@ def main(argv=None) -> None:
     parser.add_argument("--arms", nargs="+", default=["a", "b", "c", "d"])
     parser.add_argument("--json", type=Path)
     parser.add_argument(
+        "--trained",
+        nargs="*",
+        default=[],
+        metavar="ARM",
+        help="arms that beat the control only with a kept evaluation after their step 0 (PLAN.md, second addendum)",
+    )
+    parser.add_argument(
         "--continued",
         metavar="ARM",
         help="judge ROOT/ARM-more (the winner trained on) instead: 'keep: continued' if its kept evaluation beats "
@@ -150,7 +161,7 @@ def main(argv=None) -> None:
     last_step = min(max(r["step"] for r in evaluations(records)) for records in logs.values())
     arms = {name: kept(records, last_step) for name, records in logs.items()}
     start = next(r for r in evaluations(logs[CONTROL]) if r["step"] == 0)
-    winner, gaussian, reasons = verdict(arms, start)
+    winner, gaussian, reasons = verdict(arms, start, frozenset(args.trained))
     text = "\n\n".join(
         [
             f"Kept evaluation of each arm (at or before step {last_step}, the last that every arm reached); "
