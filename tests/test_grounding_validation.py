@@ -126,3 +126,30 @@ def test_cli_names_a_missing_data_file_in_one_error_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert stop.value.code == 2 and err.startswith(f"error: --data {tmp_path / 'nowhere.txt'}")
     assert not (tmp_path / "r.json").exists()
+
+
+def test_cli_keep_lines_scores_the_contexts_with_their_lines_kept(convai2_file, tiny_checkpoint, tmp_path):
+    from density_metric import DensityScorer
+
+    out = tmp_path / "report.json"
+    main(
+        [
+            "--checkpoint",
+            str(tiny_checkpoint),
+            "--data",
+            str(convai2_file),
+            "--n",
+            "8",
+            "--keep-lines",
+            "--out",
+            str(out),
+        ]
+    )
+    report = json.loads(out.read_text())
+    scorer = DensityScorer(str(tiny_checkpoint))
+    data = GroundingSet.load(convai2_file, 8)
+    kept = data.with_lines_kept(scorer.encoder.tokenizer, scorer.encoder.pair_format)
+    assert kept.contexts != data.contexts  # the lines and the turns do not all fit this format
+    expected = evaluate_scores(lambda c, r: -scorer.distances(c, r), kept)
+    assert report["keep_lines"] is True
+    assert {name: report[name] for name in expected} == pytest.approx(expected, nan_ok=True)

@@ -265,6 +265,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument(
+        "--keep-lines",
+        action="store_true",
+        help="read the persona lines whole where they fit, dropping old turns instead (a --keep-lines run's cut)",
+    )
     parser.add_argument("--out", type=Path, help="also write the JSON report here")
     args = parser.parse_args(argv)
     if args.n < 1 or args.distractors < 0:
@@ -281,6 +286,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         scorer = DensityScorer(args.checkpoint, device=args.device, dtype=args.dtype, batch_size=args.batch_size)
     except (OSError, ValueError) as err:
         fail(f"--checkpoint {args.checkpoint}: {err}")
+    if args.keep_lines:
+        data = data.with_lines_kept(scorer.encoder.tokenizer, scorer.encoder.pair_format)
     metrics = evaluate_scores(lambda contexts, responses: -scorer.distances(contexts, responses), data)
     report = {
         "checkpoint": args.checkpoint,
@@ -289,6 +296,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "n": len(data),
         "seed": args.seed,
         "distractors": args.distractors,
+        "keep_lines": args.keep_lines,
         "golds_with_persona_words": float(np.mean(data.persona > 0)),
         "command": "python -m train.grounding_validation " + " ".join(sys.argv[1:] if argv is None else argv),
         **metrics,
