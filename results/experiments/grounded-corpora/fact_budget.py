@@ -19,14 +19,14 @@ import numpy as np
 from transformers import AutoTokenizer
 
 from density_metric.checkpoint_sources import resolve_checkpoint
-from density_metric.pair_format import join_context, special_token_layout
+from density_metric.pair_format import join_context
 from train.grounded_corpora import load_personachat, load_topical_chat
 from train.judgments import context_of
 
 
 def kept_shares(pair_format, tokenizer, rows: list[tuple[list[str], list[str]]]) -> np.ndarray:
     """Per (lines, turns) row, the share of the lines' tokens inside the context budget (the cut keeps the end)."""
-    budget = pair_format._context_budget(special_token_layout(tokenizer), pair_format.max_response_length)
+    budget = pair_format.context_budget(tokenizer)
     shares = []
     for lines, turns in rows:
         whole, rest = (

@@ -18,7 +18,6 @@ import json
 from pathlib import Path
 
 from density_metric import DensityScorer
-from density_metric.pair_format import join_context, special_token_layout
 from train.corpora import PERSONA_PREFIX
 from train.grounded_corpora import load_personachat
 from train.grounding_validation import GroundingSet, evaluate_scores
@@ -26,27 +25,12 @@ from train.grounding_validation import GroundingSet, evaluate_scores
 KEYS = ("persona_spearman", "last_turn_spearman", "echo_win", "recall_at_1")
 
 
-def length(context: list[str], tokenizer, pair_format) -> int:
-    """Tokens of a context as the pair format joins it."""
-    text = join_context(context, pair_format.turn_separator, tokenizer)
-    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
-
-
 def protect(contexts: list[list[str]], tokenizer, pair_format) -> tuple[list[list[str]], int]:
     """The contexts with their oldest dialogue turns dropped until the persona lines and the rest fit the budget
-    (at least the last turn stays); how many contexts changed."""
-    budget = pair_format._context_budget(special_token_layout(tokenizer), pair_format.max_response_length)
-    out, changed = [], 0
-    for context in contexts:
-        lines = [turn for turn in context if turn.startswith(PERSONA_PREFIX)]
-        turns = [turn for turn in context if not turn.startswith(PERSONA_PREFIX)]
-        original = len(turns)
-
-        while len(turns) > 1 and length(lines + turns, tokenizer, pair_format) > budget:
-            turns = turns[1:]
-        changed += len(turns) < original
-        out.append(lines + turns)
-    return out, changed
+    (at least the last turn stays: ``PairFormat.keep_lines``); how many contexts changed."""
+    lines = [sum(turn.startswith(PERSONA_PREFIX) for turn in context) for context in contexts]
+    out = pair_format.keep_lines(tokenizer, contexts, lines)
+    return out, sum(new != old for new, old in zip(out, contexts))
 
 
 def main() -> None:
