@@ -29,7 +29,14 @@ from density_metric import DensityScorer, resolve_checkpoint  # noqa: E402
 from density_metric.compare_systems import compare_tables, read_system  # noqa: E402
 from density_metric.comparison_result import flagged_cell  # noqa: E402
 from density_metric.significance import ALPHA, TESTS, ComparisonResult, grid_cells  # noqa: E402
-from density_metric.tables import output_columns, read_table, score_rows, table_format, write_records  # noqa: E402
+from density_metric.tables import (  # noqa: E402
+    output_columns,
+    raise_for_missing_column,
+    read_table,
+    score_rows,
+    table_format,
+    write_records,
+)
 
 logger = logging.getLogger("density_app")
 
@@ -299,6 +306,11 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
         rows = table.rows
         if not rows:
             raise UserError(f"{path.name} has no rows.")
+        for field in ("context", "response"):
+            try:  # a file of other columns: say so once, not one bad row at a time
+                raise_for_missing_column(path.name, table, field)
+            except ValueError as err:
+                raise UserError(f"{err}; the demo reads 'context' and 'response'.") from None
         if len(rows) > MAX_ROWS:
             raise UserError(f"{path.name} has {len(rows):,} rows; the demo takes at most {MAX_ROWS:,}.")
         scorer = scorers(checkpoint)

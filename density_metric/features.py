@@ -85,7 +85,8 @@ def machine_description(device: str | torch.device = "cpu") -> str:
             name = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), "")
     name = name or platform.processor() or platform.machine() or "unknown CPU"
     bf16 = ", native bf16" if cpu_has_native_bf16() else ""
-    return f"{name} CPU ({torch.get_num_threads()} threads{bf16})"
+    threads = torch.get_num_threads()
+    return f"{name} CPU ({threads} thread{'' if threads == 1 else 's'}{bf16})"
 
 
 def resolve_dtype(dtype: str | None, device: torch.device) -> str:

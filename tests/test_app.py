@@ -120,6 +120,9 @@ def test_malformed_upload_gets_a_friendly_message(client, tiny_checkpoint, tmp_p
     )
     assert "Scored 0 of 2 rows; 2 bad row(s)" in summary
     assert [json.loads(line)["density_error"].split(":")[0] for line in open(path)] == ["line 1", "line 2"]
+    (tmp_path / "other.jsonl").write_text('{"ctx": "hi", "response": "fine"}\n')
+    with pytest.raises(Exception, match=r"other\.jsonl: no row has the field 'context' \(columns: 'ctx', 'response'\)"):
+        client.predict(handle_file(str(tmp_path / "other.jsonl")), "", str(tiny_checkpoint), api_name="/score_file")
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,7 @@
 """The retrieval index of hard negatives: nearest neighbours, its cache file, and the command that builds it."""
 
 import json
+import struct
 
 import numpy as np
 import pytest
@@ -63,6 +64,10 @@ def test_index_round_trips_through_safetensors_and_refuses_another_pool(tmp_path
     with pytest.raises(PoolMismatchError, match="built for another pool"):
         RetrievalIndex.load(path, [*data.pool, "one more utterance"])
     assert RetrievalIndex.load_or_build(path, data.pool).pool_hash == loaded.pool_hash
+    # Its metadata in sorted order (safetensors' own order changes from process to process): same index, same bytes.
+    (length,) = struct.unpack("<Q", path.read_bytes()[:8])
+    keys = list(json.loads(path.read_bytes()[8 : 8 + length])["__metadata__"])
+    assert keys == sorted(keys) and len(keys) == 7
 
 
 def test_pool_hash_is_unambiguous():

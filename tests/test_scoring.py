@@ -1,5 +1,7 @@
 """Scores of the whole pipeline against an independent per-pair float64 reference."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -202,7 +204,11 @@ def test_the_machine_is_described_by_its_cpu_model_threads_and_bf16(monkeypatch)
     from density_metric import features
 
     text = features.machine_description("cpu")
-    assert f"({torch.get_num_threads()} threads" in text and text.endswith(")")
+    assert re.search(rf"\({torch.get_num_threads()} threads?[,)]", text) and text.endswith(")")
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    assert re.search(r"\(1 thread[,)]", features.machine_description("cpu"))
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    assert "(2 threads" in features.machine_description("cpu")
     if __import__("os").path.exists("/proc/cpuinfo"):
         names = [line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")]
         assert not names or text.startswith(f"{names[0]} CPU (")

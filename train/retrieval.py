@@ -292,7 +292,7 @@ class RetrievalIndex:
         self._checked_pool = pool
 
     def save(self, path: str | Path) -> None:
-        from safetensors.numpy import save_file
+        from density_metric.checkpoint_tensors import write_tensors
 
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -309,7 +309,7 @@ class RetrievalIndex:
             "neighbours": np.ascontiguousarray(self.neighbours, dtype=np.int32),
             "similarities": np.ascontiguousarray(self.similarities, dtype=np.float32),
         }
-        save_file(tensors, str(path), metadata=metadata)
+        write_tensors(tensors, str(path), metadata)  # sorted metadata: the same index, the same bytes
 
     @classmethod
     def load(cls, path: str | Path, pool: Sequence[str]) -> RetrievalIndex:
