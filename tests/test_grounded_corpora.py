@@ -6,6 +6,7 @@ import json
 import re
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from train.corpora import load_splits, parse_corpus_mix, response_pairs_with_dialogues
@@ -21,6 +22,7 @@ from train.grounded_corpora import (
 )
 from train.grounding_validation import GroundingSet
 from train.negatives import NegativeMix, draw_labelled_negatives
+from train.validation import DevJudgments
 
 
 def persona_dialogue(n: int) -> dict:
@@ -267,10 +269,16 @@ def test_the_plain_gaussian_of_a_one_corpus_run_is_its_own(backbone, tmp_path):
     train, valid = dialogue_data()
     train = with_sources(train, ["dailydialog"] * len(train))
     config = config_for(backbone, plain_fit_corpus="dailydialog", validation_kinds="echo,speaker", valid_fit_pairs=12)
-    trainer = Trainer(config, train, valid, tmp_path / "run")
+    dev = DevJudgments(valid.contexts[:12], valid.responses[:12], np.linspace(0, 1, 12), "toy_dev")
+    trainer = Trainer(config, train, valid, tmp_path / "run", dev=dev)
     metrics = trainer.evaluate()
     assert metrics["auc_density/echo"] == metrics["plain/auc_density/echo"]
     assert metrics["auc_density/speaker"] == metrics["plain/auc_density/speaker"]
+    assert metrics["toy_dev_spearman"] == metrics["plain/toy_dev_spearman"]
+    # How people follow the overlap involves no Gaussian: logged once, not again under plain/.
+    assert "toy_dev_human_overlap_spearman" in metrics and "plain/toy_dev_human_overlap_spearman" not in metrics
+    assert set(trainer.metric_names()) <= set(metrics)
+    assert {name for name in metrics if "/" in name or "toy_dev" in name} <= set(trainer.metric_names())
 
 
 def test_the_plain_gaussian_and_grounded_valid_name_a_bad_value(backbone, tmp_path):

@@ -44,12 +44,13 @@ class Evaluation:
             density = [f"auc_density/{kind}" for kind in self.valid_kinds]
             density += ["gold_overlap_spearman"] if self.valid_kinds else []
             if self.dev is not None:
-                suffixes = ("pearson", "spearman", "overlap_spearman", "human_overlap_spearman")
+                suffixes = ("pearson", "spearman", "overlap_spearman")
                 density += [f"{self.dev.name}_{suffix}" for suffix in suffixes]
             for grounding in self.grounding_sets:
                 density += list(grounding.metric_names())
             names += density
             names += [f"plain/{name}" for name in density] if self.plain_fit_rows is not None else []
+            names += [f"{self.dev.name}_human_overlap_spearman"] if self.dev is not None else []  # no Gaussian in it
         return names
 
     def _validation_candidates(self, valid: SelectionData) -> dict[str, list[str]]:
@@ -167,7 +168,7 @@ class Evaluation:
                 metrics[f"{name}_pearson"] = 100 * pearson(scores, self.dev.human)
                 metrics[f"{name}_spearman"] = 100 * spearman(scores, self.dev.human)
                 metrics[f"{name}_overlap_spearman"] = 100 * spearman(scores, overlap)
-                metrics[f"{name}_human_overlap_spearman"] = 100 * spearman(self.dev.human, overlap)
+            metrics[f"{self.dev.name}_human_overlap_spearman"] = 100 * spearman(self.dev.human, overlap)
         for grounding in self.grounding_sets:  # golds of grounded dialogues with their echoes and distractors
             features, _ = self._outputs(grounding.contexts, grounding.groups())
             for prefix, stats in gaussians.items():
