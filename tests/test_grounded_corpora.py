@@ -292,3 +292,58 @@ def test_the_plain_gaussian_and_grounded_valid_name_a_bad_value(backbone, tmp_pa
     train, valid = dialogue_data()
     with pytest.raises(ValueError, match="--plain-fit-corpus dailydialog: fewer than 2 training pairs"):
         Trainer(config_for(backbone, plain_fit_corpus="dailydialog"), train, valid, tmp_path / "run")
+
+
+# --- --overlap-source lines: the density term's fixed rows from golds that use their lines -------
+
+
+def test_line_use_is_the_content_overlap_with_the_context_lines_only():
+    from train.grounding_validation import line_use
+
+    contexts = [["your persona: i love hiking.", "your persona: i have two dogs.", "hello there", "do you hike?"]] * 3
+    replies = ["hiking with my dogs", "hello there friend", "hiking"]
+    # content words: (hiking, dogs) both in the lines: 1.0; (hello, friend) none (the turns do not count): 0.0;
+    # with no line counted, 0.0 whatever the words.
+    np.testing.assert_array_equal(line_use(contexts, replies, [2, 2, 0]), [1.0, 0.0, 0.0])
+
+
+def test_overlap_source_lines_draws_the_fixed_rows_from_golds_that_use_their_lines(backbone, tmp_path, personachat):
+    from train.config import TrainConfig
+    from train.loop import Trainer
+
+    from .test_training import config_for, dialogue_data
+
+    plain, valid = dialogue_data()
+    grounded = SelectionData.from_pairs(*response_pairs_with_dialogues(load_personachat(personachat, "train")))
+    half = len(grounded.responses) // 2  # half of the grounded golds stop using their lines
+    responses = [f"reply {i} about nothing" if i < half else text for i, text in enumerate(grounded.responses)]
+    dialogues = [list(d) for d in grounded.dialogues]
+    for i, dialogue in enumerate(dialogues):
+        dialogue[grounded.turn_indices[i]] = responses[i]
+    train = SelectionData.from_pairs(
+        plain.contexts + grounded.contexts,
+        plain.responses + responses,
+        plain.dialogues + dialogues,
+        plain.turn_indices + grounded.turn_indices,
+        ["dailydialog"] * len(plain) + ["personachat"] * len(responses),
+    )
+    assert train.line_counts() == [0] * len(plain) + [2] * len(responses)
+    config = config_for(
+        backbone,
+        density_weight=1.0,
+        dropout=False,
+        anchor_weight=0,
+        overlap_rows=2,
+        overlap_source="lines",
+        valid_fit_pairs=12,
+    )
+    trainer = Trainer(config, train, valid, tmp_path / "run")
+    expected = [len(plain) + i for i in range(half, len(responses))]  # "... about hiking and dogs": both in the lines
+    assert trainer.overlap_pool.tolist() == expected
+    with pytest.raises(ValueError, match="overlap_source must be one of"):
+        TrainConfig(overlap_source="persona")
+    config = config_for(
+        backbone, density_weight=1.0, dropout=False, anchor_weight=0, overlap_rows=2, overlap_source="lines"
+    )
+    with pytest.raises(ValueError, match="--overlap-source lines: no training gold uses its grounding lines"):
+        Trainer(config, plain, valid, tmp_path / "other")

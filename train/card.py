@@ -10,6 +10,7 @@ from density_metric.checkpoint_format import CheckpointError, load_checkpoint
 from density_metric.errors import fail
 
 from .arguments import checkpoint_folder
+from .grounding_validation import USES_LINES
 from .model import BACKBONE_HUB_IDS
 from .selection import describe as describe_selection
 from .validation import OVERLAP_MIN
@@ -203,7 +204,11 @@ def _density_term_description(config) -> str:
         f"farther from the human Gaussian than golds{anchor}; every dropout off."
         + (
             f" {config.overlap_rows} of each batch's {config.batch_size} contexts were drawn from the pairs whose "
-            f"gold shares at least {OVERLAP_MIN:.0%} of its words with the last context turn."
+            + (
+                f"gold uses its grounding lines (content-word overlap at least {USES_LINES:g} with them)."
+                if config.overlap_source == "lines"
+                else f"gold shares at least {OVERLAP_MIN:.0%} of its words with the last context turn."
+            )
             if config.overlap_rows
             else ""
         )

@@ -25,6 +25,7 @@ from .losses import CONTRASTIVE_AVERAGES
 from .negatives import KINDS, NegativeMix
 from .selection import parse_floor, required_metrics
 
+OVERLAP_SOURCES = ("last-turn", "lines")  # the golds --overlap-rows draws from
 GROUNDED_CORPORA = ("personachat", "topical_chat")  # the corpora of train/grounded_corpora.py
 
 # Flags of `python -m train train` that a resumed run may change: they set how fast or how long the
@@ -115,6 +116,9 @@ class TrainConfig:
     # contexts per micro-batch drawn from the pairs whose gold shares >= OVERLAP_MIN of its words with the
     # last context turn (replies that reuse the question's words, which people do not punish); 0: none
     overlap_rows: int = 0
+    # Which golds those are: "last-turn" (as above) or "lines": golds whose content words overlap their context's
+    # grounding lines by >= USES_LINES (train/grounding_validation.py), replies that use their persona or knowledge.
+    overlap_source: str = "last-turn"
     # Grounding (issue 50): grounded training contexts (train/grounding.py, e.g. "rate=0.5,used=2,distractors=2";
     # "": off), the shared data folder whose benchmark sentences they never use, and the ConvAI2 file whose
     # seeded golds every evaluation scores for the grounding signals (train/grounding_validation.py; "": none).
@@ -155,6 +159,8 @@ class TrainConfig:
             raise ValueError(f"overlap_rows must be in [0, --batch-size {self.batch_size}), got {self.overlap_rows}")
         if self.overlap_rows and not self.density_weight:
             raise ValueError("--overlap-rows chooses golds for the density term; it needs --density-weight")
+        if self.overlap_source not in OVERLAP_SOURCES:
+            raise ValueError(f"overlap_source must be one of {OVERLAP_SOURCES}, got {self.overlap_source!r}")
         if self.length_buckets < 0:
             raise ValueError(f"length_buckets must be >= 0, got {self.length_buckets}")
         if self.attention_dropout is not None and not 0 <= self.attention_dropout < 1:

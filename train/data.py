@@ -114,6 +114,13 @@ class SelectionData:
     def __len__(self) -> int:
         return len(self.responses)
 
+    def line_counts(self) -> list[int] | None:
+        """Per pair, how many of its context's first turns are lines before its dialogue's turns (persona or
+        knowledge lines: ``len(context) - turn_index``); None without dialogues."""
+        if self.turn_indices is None:
+            return None
+        return [len(context) - index for context, index in zip(self.contexts, self.turn_indices)]
+
     def fingerprint(self) -> str:
         """sha256 of the pairs (contexts and gold responses, in order): a resumed run checks that it
         reads the data it began with."""

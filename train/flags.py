@@ -11,7 +11,7 @@ from dataclasses import fields
 from density_metric.pair_format import LAYOUTS, POOLINGS, PairFormat
 
 from .arguments import checkpoint_folder
-from .config import TrainConfig, flag_of
+from .config import OVERLAP_SOURCES, TrainConfig, flag_of
 from .density_term import (
     DEFAULT_BANK_SIZE,
     DEFAULT_COPIES,
@@ -20,6 +20,7 @@ from .density_term import (
     DEFAULT_SHRINKAGE,
     MARGIN_AGAINST,
 )
+from .grounding_validation import USES_LINES
 from .losses import CONTRASTIVE_AVERAGES
 from .negative_kinds import GOLD_KINDS, KINDS
 from .negatives import NegativeMix
@@ -359,6 +360,13 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
         default=0,
         help=f"contexts of each micro-batch drawn from pairs whose gold shares at least {OVERLAP_MIN:.0%}% of its words with "
         "the last context turn (default 0: the plain shuffle)",
+    )
+    density.add_argument(
+        "--overlap-source",
+        choices=OVERLAP_SOURCES,
+        default="last-turn",
+        help="the golds --overlap-rows draws from: those reusing the last turn's words (default), or 'lines': those "
+        f"using their grounding lines (content-word overlap >= {USES_LINES:g} with them; persona or knowledge chats)",
     )
     density.add_argument(
         "--anchor-negatives",

@@ -62,6 +62,7 @@ DEFAULT_FILE = "../shared/data/convai2/valid_unused_by_benchmarks.txt"
 DEFAULT_PAIRS = 1200
 DEFAULT_SEED = 0
 DEFAULT_DISTRACTORS = 4  # random replies beside each gold for Recall@1: 1 in 5
+USES_LINES = 0.2  # a reply "uses its lines" from this content-word overlap with them (--overlap-source lines)
 
 # NLTK's English stop words (nltk.corpus.stopwords, 179 words), written out so nothing is downloaded.
 STOP_WORDS = frozenset(
@@ -101,6 +102,17 @@ def persona_lines(context: Sequence[str]) -> str:
 def grounding_text(lines: Sequence[str]) -> str:
     """A context's grounding lines (a corpus row's ``prefix``) joined by spaces, a "your persona:" prefix removed."""
     return " ".join(line[len(PERSONA) :].strip() if line.startswith(PERSONA) else line.strip() for line in lines)
+
+
+def line_use(contexts: Sequence[Sequence[str]], replies: Sequence[str], counts: Sequence[int]) -> np.ndarray:
+    """Per reply, its :func:`content_overlap` with its context's first ``counts[i]`` turns (its grounding lines,
+    :func:`grounding_text`); 0.0 where it has none."""
+    return np.array(
+        [
+            content_overlap(reply, grounding_text(context[:n])) if n else 0.0
+            for context, reply, n in zip(contexts, replies, counts)
+        ]
+    )
 
 
 @dataclass

@@ -43,7 +43,7 @@ from .data import SelectionData, epoch_batches, epoch_negatives
 from .density_term import BANK_FILE, DensityTerm, draw_copies, start_density_term
 from .evaluation import Evaluation, encode_groups
 from .grounding import GroundingSpec, benchmark_sentences, ground_pairs
-from .grounding_validation import GroundingSet
+from .grounding_validation import USES_LINES, GroundingSet, line_use
 from .losses import selection_loss, supervised_contrastive_loss
 from .model import DensityModel, set_attention_dropout, set_dropout
 from .negatives import NegativeMix, draw_labelled_negatives
@@ -124,7 +124,12 @@ class Trainer(Evaluation):
             train, valid = (self._lines_kept(data) for data in (train, valid))
             self.train_data, self.valid_data = train, valid
         self.context_lengths = self.overlap_pool = None
-        if config.overlap_rows:  # golds that reuse the last turn's words, as people's good replies often do
+        if config.overlap_rows and config.overlap_source == "lines":  # golds that use their persona or knowledge
+            counts = train.line_counts() or [0] * len(train)
+            self.overlap_pool = np.flatnonzero(line_use(train.contexts, train.responses, counts) >= USES_LINES)
+            if not len(self.overlap_pool):
+                raise ValueError(f"--overlap-source lines: no training gold uses its grounding lines ({USES_LINES:g})")
+        elif config.overlap_rows:  # golds that reuse the last turn's words, as people's good replies often do
             self.overlap_pool = np.flatnonzero(last_turn_overlap(train.contexts, train.responses) >= OVERLAP_MIN)
             if not len(self.overlap_pool):
                 raise ValueError(
@@ -226,9 +231,9 @@ class Trainer(Evaluation):
     def _lines_kept(self, data: SelectionData) -> SelectionData:
         """``data`` with its contexts cut by :meth:`PairFormat.keep_lines`: a pair's grounding lines are the turns
         before its dialogue's (``len(context) - turn_index``; none without dialogues)."""
-        if data.turn_indices is None:
+        lines = data.line_counts()
+        if lines is None:
             return data
-        lines = [len(context) - index for context, index in zip(data.contexts, data.turn_indices)]
         kept = data.with_contexts(self.config.pair_format.keep_lines(self.tokenizer, data.contexts, lines))
         changed = sum(new != old for new, old in zip(kept.contexts, data.contexts))
         logger.info("--keep-lines: %d of %d contexts drop old turns to keep their grounding lines", changed, len(data))

@@ -24,8 +24,10 @@ declare -A ARM=(
   [b]="--corpus dailydialog:2,personachat:1,topical_chat:1 --valid-corpus dailydialog"
   [c]="--corpus dailydialog:1,personachat:1,topical_chat:1 --valid-corpus dailydialog"
   [d]="--corpus dailydialog:1,personachat:1,topical_chat:1 --valid-corpus dailydialog --overlap-rows 2"
-  [e]="--corpus dailydialog:1,personachat:1,topical_chat:1 --valid-corpus dailydialog --overlap-rows 2 --keep-lines")
-[ -n "${ARM[$arm]:-}" ] || { echo "unknown arm $arm (a b c d e)"; exit 2; }
+  [e]="--corpus dailydialog:1,personachat:1,topical_chat:1 --valid-corpus dailydialog --overlap-rows 2 --keep-lines"
+  [f]="--corpus dailydialog:1,personachat:1,topical_chat:1 --valid-corpus dailydialog --overlap-rows 2 --keep-lines
+    --overlap-source lines")
+[ -n "${ARM[$arm]:-}" ] || { echo "unknown arm $arm (a b c d e f)"; exit 2; }
 mkdir -p "$out"
 # shellcheck disable=SC2086
 "${PYTHON:-python}" -m train train "${COMMON[@]}" --anchor-weight 1 --overlap-rows 6 --seed 57 --negatives-seed 57 \
