@@ -2,15 +2,15 @@
 its lines is scored twice, after its own lines and after another dialogue's lines (the same turns); a model that
 reads them scores the first higher.
 
-    PYTHONPATH=. python results/experiments/grounded-corpora/swap_lines.py [--data ../shared/data] [--out FILE]
+    PYTHONPATH=. python results/experiments/grounded-corpora/swap_lines.py [--checkpoint default] [--data ../shared/data] [--out FILE]
 
 Sets: the ConvAI2 grounding set (1,200 seeded golds of convai2/valid_unused_by_benchmarks.txt) and the held-out golds
 of PersonaChat and Topical-Chat (train/grounding_validation.py's GroundingSet). Only golds whose content-word overlap
-with their own lines is at least MIN_USE count (they use them). The other lines come from a seeded derangement over
+with their own lines is at least USES_LINES (0.2) count (they use them). The other lines come from a seeded derangement over
 the set's golds, so each gold gets the lines of another one (Topical-Chat: another turn's knowledge, possibly of the
 same conversation, so a swap of the same text is skipped). Reported per set and per cut (contexts as they are, and
 with ``PairFormat.keep_lines``): the share of golds scoring higher with their own lines (ties half), and the mean
-score difference. The bundled checkpoint's scorer and Gaussian; nothing is trained or fitted.
+score difference. The checkpoint's scorer and Gaussian (the bundled one by default); nothing is trained or fitted.
 """
 
 from __future__ import annotations
@@ -23,15 +23,14 @@ import numpy as np
 
 from density_metric import DensityScorer
 from train.grounded_corpora import load_personachat, load_topical_chat
-from train.grounding_validation import GroundingSet
+from train.grounding_validation import USES_LINES, GroundingSet
 
-MIN_USE = 0.2
 SEED = 0
 
 
 def swapped(data: GroundingSet) -> tuple[list[list[str]], list[list[str]], list[str], list[int]]:
     """(own contexts, swapped contexts, golds, line counts) of the golds that use their lines."""
-    used = np.flatnonzero(data.persona >= MIN_USE)
+    used = np.flatnonzero(data.persona >= USES_LINES)
     rng = np.random.default_rng(SEED)
     order = used[rng.permutation(len(used))]
     other = np.roll(order, 1)  # a derangement of the used golds: each takes the lines of the one before it
@@ -50,10 +49,11 @@ def swapped(data: GroundingSet) -> tuple[list[list[str]], list[list[str]], list[
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--checkpoint", default="default")
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    scorer = DensityScorer("default")
+    scorer = DensityScorer(args.checkpoint)
     tokenizer, pair_format = scorer.encoder.tokenizer, scorer.encoder.pair_format
     sets = {
         "convai2": GroundingSet.load(args.data / "convai2" / "valid_unused_by_benchmarks.txt"),
@@ -64,7 +64,13 @@ def main() -> None:
             load_topical_chat(args.data / "topical_chat_valid", "validation"), name="topical_chat"
         ),
     }
-    report = {"min_use": MIN_USE, "seed": SEED, "sets": {}}
+    report = {
+        "checkpoint": args.checkpoint,
+        "signature": scorer.signature,
+        "min_use": USES_LINES,
+        "seed": SEED,
+        "sets": {},
+    }
     print("| set | golds using their lines | cut | own lines score higher | mean score difference |")
     print("| --- | --- | --- | --- | --- |")
     for name, data in sets.items():
