@@ -15,6 +15,19 @@ from .hub_cache import build_hub_cache
 from .hub_server import HubStandIn
 
 
+def push(checkpoint, endpoint: str, *flags: str) -> subprocess.CompletedProcess:
+    """``python -m train push CHECKPOINT org/tiny-density FLAGS`` against the Hub at ``endpoint``, online."""
+    env = {**os.environ, "HF_ENDPOINT": endpoint, "HF_TOKEN": "hf_standin", "HF_HUB_DISABLE_TELEMETRY": "1"}
+    env.pop("HF_HUB_OFFLINE", None)
+    return subprocess.run(
+        [sys.executable, "-m", "train", "push", str(checkpoint), "org/tiny-density", *flags],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def test_push_uploads_the_checkpoint_files_and_prints_the_commit_that_loads_back(
     tiny_checkpoint, tiny_scorer, tmp_path
 ):
@@ -22,23 +35,9 @@ def test_push_uploads_the_checkpoint_files_and_prints_the_commit_that_loads_back
     tiny_checkpoint = Path(shutil.copytree(tiny_checkpoint, tmp_path / "to_push"))
     (tiny_checkpoint / "optimizer.pt").write_bytes(b"a pickle that loading would never read")
     with HubStandIn() as hub:
-        env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_TOKEN": "hf_standin", "HF_HUB_DISABLE_TELEMETRY": "1"}
-        env.pop("HF_HUB_OFFLINE", None)
-        run = subprocess.run(
-            [sys.executable, "-m", "train", "push", str(tiny_checkpoint), "org/tiny-density", "--message", "first"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        run = push(tiny_checkpoint, hub.url, "--message", "first")
         assert run.returncode == 0, run.stderr
-        again = subprocess.run(
-            [sys.executable, "-m", "train", "push", str(tiny_checkpoint), "org/tiny-density"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        again = push(tiny_checkpoint, hub.url)
         assert again.returncode == 0, again.stderr  # an existing repo is reused
     commit = run.stdout.strip().splitlines()[-1]
     (sha, message, files), _ = hub.repos["org/tiny-density"]["commits"]
@@ -79,15 +78,7 @@ def test_push_with_the_hub_unreachable_is_one_error_line(tiny_checkpoint):
     from .ports import free_port
 
     endpoint = f"http://127.0.0.1:{free_port()}"  # nothing listens there
-    env = {**os.environ, "HF_ENDPOINT": endpoint, "HF_TOKEN": "hf_standin", "HF_HUB_DISABLE_TELEMETRY": "1"}
-    env.pop("HF_HUB_OFFLINE", None)
-    run = subprocess.run(
-        [sys.executable, "-m", "train", "push", str(tiny_checkpoint), "org/tiny-density"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    run = push(tiny_checkpoint, endpoint)
     assert run.returncode == 2 and run.stdout == ""
     [line] = run.stderr.splitlines()
     assert line.startswith(f"error: org/tiny-density: cannot reach the Hub at {endpoint} (") and "refused" in line
