@@ -170,17 +170,16 @@ class GroundingSet:
         ``distractors`` distinct replies of other dialogues of the set that are not copies of it
         (:func:`train.data.normalise`), drawn from the stream ``[seed, 1]``. Only golds whose context has
         grounding lines are drawn (every ConvAI2 gold has). A gold's grounding use (``persona``) is its
-        :func:`content_overlap` with those lines, a "your persona:" prefix removed."""
+        :func:`content_overlap` with those lines, a "your persona:" prefix removed (:func:`line_use`)."""
         if n < 1 or distractors < 0:
             raise ValueError(f"the grounding set needs n >= 1 and distractors >= 0, got {n} and {distractors}")
-        contexts, golds, owners, lines, counts = [], [], [], [], []
+        contexts, golds, owners, counts = [], [], [], []
         for number, row in enumerate(dialogues):
             turns, prefix = list(row["turns"]), list(row["prefix"])
             for i in row["responses"] if prefix else ():
                 contexts.append(prefix + turns[:i])
                 golds.append(turns[i])
                 owners.append(number)
-                lines.append(grounding_text(prefix))
                 counts.append(len(prefix))
         if not golds:
             raise ValueError(f"{source or 'the grounding set'}: no gold replies")
@@ -201,12 +200,11 @@ class GroundingSet:
             if len(picked) < distractors:
                 raise ValueError(f"{source or 'the grounding set'}: too few replies for {distractors} distractors")
             chosen.append(picked)
-        contexts = [contexts[i] for i in rows]
-        golds = [golds[i] for i in rows]
-        persona = np.array([content_overlap(golds[k], lines[i]) for k, i in enumerate(rows)])
+        contexts, golds, counts = [contexts[i] for i in rows], [golds[i] for i in rows], [counts[i] for i in rows]
+        persona = line_use(contexts, golds, counts)
         last = np.array([content_overlap(g, c[-1]) for c, g in zip(contexts, golds)])
         echoes = [context[-1] for context in contexts]
-        return cls(contexts, golds, echoes, chosen, persona, last, seed, source, name, [counts[i] for i in rows])
+        return cls(contexts, golds, echoes, chosen, persona, last, seed, source, name, counts)
 
     @classmethod
     def load(
