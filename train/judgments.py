@@ -140,10 +140,12 @@ def apply_protocol(judgments: JudgmentSet, protocol: str) -> tuple[np.ndarray, n
     return index, np.array([rows[i][key] for i in index], dtype=float)
 
 
+def facts_of(row: dict) -> list[str]:
+    """The row's persona or fact lines (USR's ``fact``: a list, or one string), [] without."""
+    facts = row.get("fact")
+    return (facts if isinstance(facts, list) else [facts]) if facts else []
+
+
 def context_of(row: dict, with_facts: bool) -> list[str]:
     """The row's context turns; persona or fact lines first when ``with_facts`` (as the authors did for USR)."""
-    context = list(row["context"])
-    facts = row.get("fact")
-    if with_facts and facts:
-        context = (facts if isinstance(facts, list) else [facts]) + context
-    return context
+    return (facts_of(row) if with_facts else []) + list(row["context"])

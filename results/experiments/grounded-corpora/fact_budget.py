@@ -21,7 +21,7 @@ from transformers import AutoTokenizer
 from density_metric.checkpoint_sources import resolve_checkpoint
 from density_metric.pair_format import join_context
 from train.grounded_corpora import load_personachat, load_topical_chat
-from train.judgments import context_of
+from train.judgments import facts_of
 
 
 def kept_shares(pair_format, tokenizer, rows: list[tuple[list[str], list[str]]]) -> np.ndarray:
@@ -52,8 +52,7 @@ def main() -> None:
     sets = {}
     for name in ("convai2_usr", "topicalchat_usr"):
         rows = [json.loads(line) for line in (args.data / "usr" / f"{name}.normalized.jsonl").open()]
-        lines = [context_of(row, True)[: len(context_of(row, True)) - len(row["context"])] for row in rows]
-        sets[name] = [(facts, list(row["context"])) for facts, row in zip(lines, rows) if facts]
+        sets[name] = [(facts_of(row), list(row["context"])) for row in rows if facts_of(row)]
     held_out = (("personachat held out", load_personachat, "personachat_train_subset"),)
     held_out += (("topical_chat held out", load_topical_chat, "topical_chat_valid"),)
     for name, load, folder in held_out:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from benchmarks.human_correlation import ModelColumns, evaluate_turn_set
 from density_metric import DensityScorer
-from train.judgments import context_of, load_sets
+from train.judgments import facts_of, load_sets
 
 SETS = ["convai2_usr", "topicalchat_usr"]
 PROTOCOL = "paper"
@@ -53,7 +53,7 @@ def main() -> None:
     print(f"| set (rows, {PROTOCOL}) | contexts changed | DEnsity as today | lines kept |")
     print("| --- | --- | --- | --- |")
     for judgments in load_sets(args.data, SETS):
-        kept.lines = [len(context_of(row, True)) - len(row["context"]) for row in judgments.rows]
+        kept.lines = [len(facts_of(row)) for row in judgments.rows]
         result = evaluate_turn_set(judgments, [plain, kept], with_facts=True, protocols=(PROTOCOL,))[PROTOCOL]
         before, after = result["DEnsity"], result["DEnsity (lines kept)"]
         rows = result["DEnsity"].get("n")
