@@ -18,19 +18,10 @@ import json
 from pathlib import Path
 
 from density_metric import DensityScorer
-from train.corpora import PERSONA_PREFIX
 from train.grounded_corpora import load_personachat
 from train.grounding_validation import GroundingSet, evaluate_scores
 
 KEYS = ("persona_spearman", "last_turn_spearman", "echo_win", "recall_at_1")
-
-
-def protect(contexts: list[list[str]], tokenizer, pair_format) -> tuple[list[list[str]], int]:
-    """The contexts with their oldest dialogue turns dropped until the persona lines and the rest fit the budget
-    (at least the last turn stays: ``PairFormat.keep_lines``); how many contexts changed."""
-    lines = [sum(turn.startswith(PERSONA_PREFIX) for turn in context) for context in contexts]
-    out = pair_format.keep_lines(tokenizer, contexts, lines)
-    return out, sum(new != old for new, old in zip(out, contexts))
 
 
 def main() -> None:
@@ -55,8 +46,9 @@ def main() -> None:
             return -scorer.distances(contexts, responses)
 
         before = evaluate_scores(score, data)
-        data.contexts, changed = protect(data.contexts, tokenizer, pair_format)
-        after = evaluate_scores(score, data)
+        kept = data.with_lines_kept(tokenizer, pair_format)  # PairFormat.keep_lines, the lines known per gold
+        changed = sum(new != old for new, old in zip(kept.contexts, data.contexts))
+        after = evaluate_scores(score, kept)
         prefix = data.name + "/"
         row = {key: (before[prefix + key], after[prefix + key]) for key in KEYS}
         report[name] = {"n": len(data), "changed": changed, **row}
