@@ -47,16 +47,36 @@ def recipe_lines() -> list[str]:
     return block.group(1).strip().splitlines()
 
 
-@pytest.fixture(scope="module")
-def space(tmp_path_factory) -> Path:
-    """The folder that the recipe's copy steps stage (its ``space=`` line pointed at a pytest folder, its upload
-    left out)."""
-    space = tmp_path_factory.mktemp("recipe") / "space"
+def stage(space: Path) -> Path:
+    """Run the recipe's copy steps with its ``space=`` line pointed at ``space`` (its upload left out)."""
     lines = recipe_lines()
     assert lines[0].startswith("space=") and lines[-1].startswith("hf upload "), lines
     script = "\n".join(["set -euo pipefail", f"space={space}", *lines[1:-1]])
     subprocess.run(["bash", "-c", script], cwd=ROOT, check=True)
     return space
+
+
+def files_below(folder: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(folder)): path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+
+
+@pytest.fixture(scope="module")
+def space(tmp_path_factory) -> Path:
+    """The folder that the recipe's copy steps stage, from nothing."""
+    return stage(tmp_path_factory.mktemp("recipe") / "space")
+
+
+def test_staging_into_an_empty_folder_stages_what_a_new_folder_gets(space, tmp_path):
+    (tmp_path / "space").mkdir()
+    assert files_below(stage(tmp_path / "space")) == files_below(space)
+
+
+def test_staging_again_replaces_the_staged_files_and_package_without_nesting_it(space, tmp_path):
+    again = stage(tmp_path / "space")
+    (again / "app.py").write_text("old app\n", encoding="utf-8")
+    (again / "density_metric" / "removed_since.py").write_text("", encoding="utf-8")
+    stage(again)
+    assert files_below(again) == files_below(space)
 
 
 def names(requirements) -> dict[str, Requirement]:
