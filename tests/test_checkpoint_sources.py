@@ -1,5 +1,7 @@
 """Where a checkpoint comes from (density_metric.checkpoint_sources): what is said before anything is loaded."""
 
+from pathlib import Path
+
 import pytest
 
 from density_metric import resolve_checkpoint
@@ -9,9 +11,13 @@ from .hub_cache import build_hub_cache
 COMMIT = "3" * 40
 
 
-@pytest.mark.parametrize("name", ["no/such/dir", "./runs/best", "/nonexistent", "~/nothing-here"])
+@pytest.mark.parametrize("name", ["no/such/dir", "./runs/best", "{tmp}/missing", "~/nothing-here"])
 def test_a_missing_local_path_is_one_error_without_the_pinned_revision_warning(tmp_path, name, caplog, monkeypatch):
+    # Every path lies under tmp_path, which holds nothing: the relative ones by the working directory, "~" by HOME.
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    name = name.format(tmp=tmp_path)
+    assert not Path(name).expanduser().exists()
     with caplog.at_level("WARNING"), pytest.raises(ValueError, match="neither a local directory nor a valid Hub"):
         resolve_checkpoint(name, local_files_only=True)
     assert "pinned revision" not in caplog.text
