@@ -252,8 +252,8 @@ def test_parse_corpus_mix_reads_weights_and_bare_names():
 
 
 def test_a_mix_gives_each_corpus_its_share_of_pairs_without_repeating_a_dialogue():
-    from train.corpora import _dataset as dataset
     from train.corpora import every_turn, mix_dialogues
+    from train.corpus_rows import corpus_dataset as dataset
 
     big = dataset([every_turn([f"b{i}", f"b{i}x"]) for i in range(300)])  # 300 pairs
     small = dataset([every_turn([f"s{i}", f"s{i}x", f"s{i}y"]) for i in range(50)])  # 100 pairs
@@ -333,8 +333,8 @@ def test_the_train_command_trains_on_a_weighted_corpus_mix(backbone, tmp_path):
 
 def test_a_mix_with_a_corpus_without_pairs_is_an_error_naming_it():
     """A corpus with no pairs in a split made the mix's size 0, and every other corpus still gave one dialogue."""
-    from train.corpora import _dataset as dataset
     from train.corpora import every_turn, mix_dialogues
+    from train.corpus_rows import corpus_dataset as dataset
 
     full = dataset([every_turn([f"b{i}", f"b{i}x"]) for i in range(10)])
     empty = dataset([every_turn(["only one turn"])])  # a dialogue, but no response turn

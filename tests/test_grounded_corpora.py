@@ -2,8 +2,10 @@
 validation conversations, their seeded splits, their grounding lines, the copies and negatives drawn from them, and
 their held-out grounding signals (--grounded-valid) and the plain Gaussian (--plain-fit-corpus) in a training run."""
 
+import ast
 import json
 import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -347,3 +349,22 @@ def test_overlap_source_lines_draws_the_fixed_rows_from_golds_that_use_their_lin
     )
     with pytest.raises(ValueError, match="--overlap-source lines: no training gold uses its grounding lines"):
         Trainer(config, plain, valid, tmp_path / "other")
+
+
+def train_modules_imported_by(name: str) -> set[str]:
+    """The train/ modules that train/<name>.py imports anywhere, by relative or absolute import."""
+    path = Path(__file__).resolve().parent.parent / "train" / f"{name}.py"
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("train."):
+            found.add(node.module.split(".")[1])
+    return found
+
+
+def test_the_grounded_corpora_and_the_plain_ones_do_not_import_each_other():
+    """train.corpora reads the grounded corpora for --corpus; what both need lives in train.corpus_rows."""
+    assert "grounded_corpora" in train_modules_imported_by("corpora")
+    assert "corpora" not in train_modules_imported_by("grounded_corpora")
+    assert not {"corpora", "grounded_corpora"} & train_modules_imported_by("corpus_rows")

@@ -1,4 +1,4 @@
-"""Dialogue corpora as ``datasets.Dataset`` with the columns
+"""Dialogue corpora as ``datasets.Dataset`` with the columns of :mod:`train.corpus_rows`
 
 - ``turns``: list of str, oldest first;
 - ``prefix``: list of str put before every context (ConvAI2's persona lines), often empty;
@@ -29,35 +29,29 @@ import json
 import logging
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
 import datasets
 import numpy as np
 
+from .corpus_rows import (
+    PERSONA_PREFIX,
+    SEEDED_SPLITS,
+    SPLIT_SEED,
+    VALIDATION_SHARE,
+    corpus_dataset,
+    jsonl_values,
+    validation_split,
+)
+
 logger = logging.getLogger(__name__)
 
 SPLITS = ("train", "validation", "test")
-SEEDED_SPLITS = ("train", "validation")  # of the corpora split by validation_split
-# The seeded validation split of the corpora that publish none: 5 % of the dialogues, drawn with this seed.
-SPLIT_SEED = 0
-VALIDATION_SHARE = 0.05
 # Seed of the order in which a weighted mix takes each corpus's dialogues (and interleaves them).
 MIX_SEED = 0
 CHITCHAT_PACKAGE = "chitchat_dataset"  # PyPI chitchat-dataset==0.9.0
-PERSONA_PREFIX = "your persona:"  # how ConvAI2 marks a persona line (and train/grounding.py a grounding line)
-
-
-def _dataset(rows: list[dict]) -> datasets.Dataset:
-    features = datasets.Features(
-        {
-            "turns": datasets.Sequence(datasets.Value("string")),
-            "prefix": datasets.Sequence(datasets.Value("string")),
-            "responses": datasets.Sequence(datasets.Value("int32")),
-        }
-    )
-    return datasets.Dataset.from_list(rows, features=features)
 
 
 def every_turn(turns: list[str], prefix: list[str] | None = None) -> dict:
@@ -68,7 +62,7 @@ def every_turn(turns: list[str], prefix: list[str] | None = None) -> dict:
 def load_dailydialog(data_dir: str | Path, split: str) -> datasets.Dataset:
     """DailyDialog from its original ``dialogues_{split}.txt`` (turns end with ``__eou__``); the
     official split as published (see :func:`clean_dailydialog_train` for training)."""
-    return _dataset([every_turn(turns) for turns in _dailydialog_turns(data_dir, split)])
+    return corpus_dataset([every_turn(turns) for turns in _dailydialog_turns(data_dir, split)])
 
 
 def _dailydialog_turns(data_dir: str | Path, split: str) -> list[list[str]]:
@@ -107,14 +101,7 @@ def clean_dailydialog_train(data_dir: str | Path) -> tuple[datasets.Dataset, int
         dialogue_key(turns) for split in ("validation", "test") for turns in _dailydialog_turns(data_dir, split)
     }
     kept = [turns for turns in train if dialogue_key(turns) not in held_out]
-    return _dataset([every_turn(turns) for turns in kept]), len(train) - len(kept)
-
-
-def validation_split(count: int, seed: int = SPLIT_SEED, share: float = VALIDATION_SHARE) -> np.ndarray:
-    """Indices (sorted) of the ``round(share * count)`` dialogues, at least one, that form the validation
-    split of a corpus of ``count`` dialogues: the first of a seeded permutation. The rest is training."""
-    size = min(max(round(share * count), 1), count - 1) if count > 1 else 0
-    return np.sort(np.random.default_rng(seed).permutation(count)[:size])
+    return corpus_dataset([every_turn(turns) for turns in kept]), len(train) - len(kept)
 
 
 def _split_rows(dialogues: list[list[str]], split: str, name: str) -> datasets.Dataset:
@@ -134,7 +121,7 @@ def _split_rows(dialogues: list[list[str]], split: str, name: str) -> datasets.D
         100 * VALIDATION_SHARE,
         SPLIT_SEED,
     )
-    return _dataset(rows)
+    return corpus_dataset(rows)
 
 
 def read_self_dialogue(path: str | Path) -> list[list[str]]:
@@ -232,21 +219,7 @@ def load_convai2(path: str | Path) -> datasets.Dataset:
                 raise ValueError(f"{path}, line {number}: expected 'partner<TAB>self', got {text[:60]!r}")
             current["turns"] += [fields[0].strip(), fields[1].strip()]
             current["responses"].append(len(current["turns"]) - 1)
-    return _dataset(rows)
-
-
-def jsonl_values(path: str | Path) -> Iterator[tuple[int, object]]:
-    """(line number, value) of every non-blank line of a JSONL file, read as UTF-8; a ValueError names the file and
-    the line that is not JSON."""
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}, line {number}: invalid JSON ({err.msg})") from None
-            yield number, value
+    return corpus_dataset(rows)
 
 
 def load_jsonl_dialogues(path: str | Path, field: str = "turns") -> datasets.Dataset:
@@ -257,7 +230,7 @@ def load_jsonl_dialogues(path: str | Path, field: str = "turns") -> datasets.Dat
         if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
             raise ValueError(f"{path}, line {number}: expected a list of strings (or {{{field!r}: [...]}})")
         rows.append(every_turn(turns))
-    return _dataset(rows)
+    return corpus_dataset(rows)
 
 
 def load_hub_dialogues(repo_id: str, split: str, field: str = "turns", **kwargs) -> datasets.Dataset:
@@ -265,7 +238,7 @@ def load_hub_dialogues(repo_id: str, split: str, field: str = "turns", **kwargs)
     source = datasets.load_dataset(repo_id, split=split, **kwargs)
     if field not in source.column_names:
         raise ValueError(f"{repo_id} has no column {field!r}; columns: {source.column_names}")
-    return _dataset([every_turn(list(turns)) for turns in source[field]])
+    return corpus_dataset([every_turn(list(turns)) for turns in source[field]])
 
 
 def response_pairs(dialogues: datasets.Dataset | list) -> tuple[list[list[str]], list[str]]:
@@ -385,7 +358,7 @@ def mix_dialogues(
     chosen = [chosen[k] for k in np.random.default_rng([seed, len(corpora)]).permutation(len(chosen))]
     tables = [dialogues.to_list() for _, _, dialogues in corpora]
     rows = [tables[i][j] for i, j in chosen]
-    return _dataset(rows), [corpora[i][0] for i, _ in chosen]
+    return corpus_dataset(rows), [corpora[i][0] for i, _ in chosen]
 
 
 def add_corpus_arguments(parser) -> None:

@@ -11,8 +11,8 @@
   response is a row of its own (the turns up to it, ``responses`` = its index).
 
 Neither corpus publishes a split that is ours to use: each gets a seeded validation split by dialogue
-(:func:`train.corpora.validation_split`, :data:`VALIDATION_SHARE` of the dialogues, seed
-:data:`train.corpora.SPLIT_SEED`), taken before Topical-Chat's conversations become rows. A malformed line is a
+(:func:`train.corpus_rows.validation_split`, :data:`VALIDATION_SHARE` of the dialogues, seed
+:data:`train.corpus_rows.SPLIT_SEED`), taken before Topical-Chat's conversations become rows. A malformed line is a
 ValueError naming the file, the line and the field; nothing is loaded in part.
 
 **A turn's knowledge** (:func:`turn_knowledge`): of the sources the turn lists (``knowledge_source``), the first
@@ -32,7 +32,7 @@ from pathlib import Path
 import datasets
 import numpy as np
 
-from .corpora import PERSONA_PREFIX, SEEDED_SPLITS, SPLIT_SEED, _dataset, jsonl_values, validation_split
+from .corpus_rows import PERSONA_PREFIX, SEEDED_SPLITS, SPLIT_SEED, corpus_dataset, jsonl_values, validation_split
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ def read_personachat(path: str | Path) -> list[dict]:
 
 def load_personachat(path: str | Path, split: str) -> datasets.Dataset:
     """PersonaChat's training subset (:func:`read_personachat`), split by dialogue (module docstring)."""
-    return _dataset(_split(read_personachat(path), split, "personachat"))
+    return corpus_dataset(_split(read_personachat(path), split, "personachat"))
 
 
 # --- Topical-Chat -----------------------------------------------------------------------------
@@ -179,7 +179,7 @@ def read_topical_chat(path: str | Path) -> list[list[dict]]:
 def load_topical_chat(path: str | Path, split: str) -> datasets.Dataset:
     """Topical-Chat's validation conversations (:func:`read_topical_chat`), split by conversation (module
     docstring), one row per response."""
-    return _dataset([row for rows in _split(read_topical_chat(path), split, "topical_chat") for row in rows])
+    return corpus_dataset([row for rows in _split(read_topical_chat(path), split, "topical_chat") for row in rows])
 
 
 # The loader of each grounded corpus, ``loader(path, split)``, by its --corpus name.
