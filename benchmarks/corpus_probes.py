@@ -41,6 +41,12 @@ NAMES = {
     "empty": "the empty reply",
     "punctuation": "punctuation only",
     "unreadable": "emoji only (every token unknown)",
+    "special_sep": "the text [SEP]",
+    "special_pad": "the text [PAD]",
+    "special_cls": "the text [CLS]",
+    "generic_yes": "generic: Yes.",
+    "generic_okay": "generic: Okay.",
+    "generic_what": "generic: What do you mean?",
 }
 
 logger = logging.getLogger("benchmarks.corpus_probes")

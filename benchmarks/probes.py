@@ -16,8 +16,15 @@ below the gold. All are seeded.
 - ``punctuation``: a reply of punctuation marks only, one of :data:`PUNCTUATION_REPLIES` ("...", "?!", ":)").
 - ``unreadable``: one to three emoji (:data:`EMOJI`), none of which the bundled model's vocabulary knows: every
   token is ``[UNK]``.
+- ``special_sep``, ``special_pad``, ``special_cls``: the text of a special token as the whole reply (``[SEP]``,
+  ``[PAD]``, ``[CLS]``, :data:`SPECIAL_TOKEN_REPLIES`), which a tokenizer that reads special-token text in user input
+  turns into the token itself.
+- ``generic_yes``, ``generic_okay``, ``generic_what``: a reply that fits any context (``Yes.``, ``Okay.``,
+  ``What do you mean?``, :data:`GENERIC_REPLIES`). ``None`` where the gold is that reply, case and spacing aside.
 
-The last five have no counterpart among the training negatives (``train/negatives.py``,
+These last six are constants: they draw from no generator, so adding them changed no other probe's value.
+
+The five from ``pronoun_swap`` to ``unreadable`` have no counterpart among the training negatives (``train/negatives.py``,
 ``train/negative_kinds.py``): they test what training never showed. The last three are degenerate
 replies: the library floors empty and unreadable ones and flags all three (``density_metric.row_flags``),
 whatever the model learned, so for those two the probe checks that floor. This module shares no code with
@@ -44,7 +51,15 @@ PROBES = (
     "empty",
     "punctuation",
     "unreadable",
+    "special_sep",
+    "special_pad",
+    "special_cls",
+    "generic_yes",
+    "generic_okay",
+    "generic_what",
 )
+SPECIAL_TOKEN_REPLIES = {"special_sep": "[SEP]", "special_pad": "[PAD]", "special_cls": "[CLS]"}
+GENERIC_REPLIES = {"generic_yes": "Yes.", "generic_okay": "Okay.", "generic_what": "What do you mean?"}
 PUNCTUATION_REPLIES = ("...", "?", "!", "?!", "!!!", ".", "-", ":)", ":(", "..?")
 EMOJI = ("😀", "😂", "👍", "🙂", "😊", "🎉", "🙏", "😢", "🤔", "😍", "🔥", "👋", "😎", "🙄", "😅")
 
@@ -175,13 +190,20 @@ def emoji_only(rng: random.Random) -> str:
     return "".join(rng.choice(EMOJI) for _ in range(rng.randint(1, 3)))
 
 
+def generic(reply: str, gold: str) -> str | None:
+    """The generic ``reply``, or ``None`` where ``gold`` is that reply (case and whitespace aside): the gold cannot
+    beat itself."""
+    same = "".join(reply.split()).lower() == "".join(gold.split()).lower()
+    return None if same else reply
+
+
 def make_probes(dialogues: list[list[str]], n: int, seed: int = 0) -> list[dict]:
     """``n`` probe cases from ``dialogues`` (lists of turns), each with every probe variant.
 
     Returns dicts with ``context``, ``gold`` and one key per probe in :data:`PROBES` (``None``
     where a probe does not apply). ``pronoun_swap`` and ``truncated`` draw from a generator of
     their own, and the degenerate replies (``empty``, ``punctuation``, ``unreadable``) from another,
-    so the other probes' values do not depend on them.
+    so the other probes' values do not depend on them; the special-token and generic replies draw from none.
     """
     rng = random.Random(seed)
     rng_new = random.Random(f"probes-added-later:{seed}")
@@ -207,6 +229,8 @@ def make_probes(dialogues: list[list[str]], n: int, seed: int = 0) -> list[dict]
                 "empty": "",
                 "punctuation": punctuation_only(rng_degenerate),
                 "unreadable": emoji_only(rng_degenerate),
+                **SPECIAL_TOKEN_REPLIES,
+                **{probe: generic(reply, gold) for probe, reply in GENERIC_REPLIES.items()},
             }
         )
     return cases

@@ -39,3 +39,9 @@ def test_each_corpus_gets_its_held_out_dialogues_and_the_share_of_wins_counted_d
     assert report["corpora"]["dailydialog"]["accuracy"]["echo"]["DEnsity"] == expected
     table = (out / "corpus_probes.md").read_text()
     assert "| echo of the previous turn | " in table and f"{100 * expected:.1f} % (5)" in table
+
+
+def test_the_report_names_every_probe():
+    from benchmarks.probes import PROBES
+
+    assert set(corpus_probes.NAMES) == set(PROBES)

@@ -74,7 +74,7 @@ def test_adding_probes_left_the_old_ones_unchanged():
 
 
 def test_degenerate_probes_are_an_empty_reply_punctuation_only_and_emoji_only():
-    assert PROBES[-3:] == ("empty", "punctuation", "unreadable")
+    assert PROBES[7:10] == ("empty", "punctuation", "unreadable")
     dialogues = [["Hi .", "Hello , how are you ?", "I am fine ."], ["Bye .", "See you ."]]
     cases = make_probes(dialogues, 3, seed=4)
     assert cases == make_probes(dialogues, 3, seed=4)
@@ -102,6 +102,103 @@ def test_adding_the_degenerate_probes_left_pronoun_swap_and_truncated_unchanged(
         ["You are here .", "I"],
     ]
     assert [[case["pronoun_swap"], case["truncated"]] for case in make_probes(toy, 6, 3)] == expected
+
+
+# A hand-built toy whose golds include "Yes ." and "okay", and what make_probes gave on it (seed 7) before the
+# special-token and generic probes existed: every key it had then.
+CONSTANTS_TOY = [
+    ["Hi , how are you ?", "I am fine , and you ?", "Yes ."],
+    ["Did you lock the door ?", "okay", "Thanks , I'll check ."],
+    ["What do you mean ?", "I mean the blue one ."],
+]
+BEFORE_THE_CONSTANTS = [
+    {
+        "context": ["Did you lock the door ?"],
+        "gold": "okay",
+        "random": "What do you mean ?",
+        "repetition": "okay okay",
+        "speaker_confused": "Did you lock the door ? okay",
+        "echo": "Did you lock the door ?",
+        "shuffled": "okay",
+        "pronoun_swap": None,
+        "truncated": None,
+        "empty": "",
+        "punctuation": "?",
+        "unreadable": "🤔🙄👍",
+    },
+    {
+        "context": ["Hi , how are you ?", "I am fine , and you ?"],
+        "gold": "Yes .",
+        "random": "Thanks , I'll check .",
+        "repetition": "Yes Yes . .",
+        "speaker_confused": "I am fine , and you ? Yes .",
+        "echo": "I am fine , and you ?",
+        "shuffled": ". Yes",
+        "pronoun_swap": None,
+        "truncated": None,
+        "empty": "",
+        "punctuation": ".",
+        "unreadable": "😊🙂",
+    },
+    {
+        "context": ["Did you lock the door ?", "okay"],
+        "gold": "Thanks , I'll check .",
+        "random": "What do you mean ?",
+        "repetition": "Thanks Thanks , , I'll I'll check check . .",
+        "speaker_confused": "okay Thanks , I'll check .",
+        "echo": "okay",
+        "shuffled": "check I'll , . Thanks",
+        "pronoun_swap": "Thanks , you'll check .",
+        "truncated": "Thanks , I'll",
+        "empty": "",
+        "punctuation": "...",
+        "unreadable": "👋",
+    },
+    {
+        "context": ["Hi , how are you ?"],
+        "gold": "I am fine , and you ?",
+        "random": "I mean the blue one .",
+        "repetition": "I I am am fine fine , , and and you you ? ?",
+        "speaker_confused": "Hi , how are you ? I am fine , and you ?",
+        "echo": "Hi , how are you ?",
+        "shuffled": ", you fine am ? and I",
+        "pronoun_swap": "You are fine , and I ?",
+        "truncated": "I am fine",
+        "empty": "",
+        "punctuation": "!!!",
+        "unreadable": "😂😍",
+    },
+    {
+        "context": ["What do you mean ?"],
+        "gold": "I mean the blue one .",
+        "random": "Did you lock the door ?",
+        "repetition": "I I mean mean the the blue blue one one . .",
+        "speaker_confused": "What do you mean ? I mean the blue one .",
+        "echo": "What do you mean ?",
+        "shuffled": "one the blue . I mean",
+        "pronoun_swap": "You mean the blue one .",
+        "truncated": "I mean the",
+        "empty": "",
+        "punctuation": "...",
+        "unreadable": "🔥😂😅",
+    },
+]
+CONSTANT_PROBES = ("special_sep", "special_pad", "special_cls", "generic_yes", "generic_okay", "generic_what")
+
+
+def test_adding_the_special_token_and_generic_probes_left_every_earlier_probe_unchanged():
+    cases = make_probes(CONSTANTS_TOY, 5, seed=7)
+    assert [{key: case[key] for key in BEFORE_THE_CONSTANTS[0]} for case in cases] == BEFORE_THE_CONSTANTS
+
+
+def test_special_token_and_generic_probes_are_the_same_text_in_every_case():
+    assert PROBES[-6:] == CONSTANT_PROBES
+    for case in make_probes(CONSTANTS_TOY, 5, seed=7):
+        assert set(case) == {"context", "gold", *PROBES}
+        assert [case["special_sep"], case["special_pad"], case["special_cls"]] == ["[SEP]", "[PAD]", "[CLS]"]
+        assert case["generic_okay"] == "Okay." and case["generic_what"] == "What do you mean?"
+        # "Yes ." is the generic "Yes." with a space: the gold cannot beat itself, so the probe leaves it out.
+        assert case["generic_yes"] == (None if case["gold"] == "Yes ." else "Yes.")
 
 
 @pytest.mark.skipif(not (DATA / "dailydialog").is_dir(), reason="shared data not beside the checkout")
