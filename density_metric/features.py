@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import numbers
 import os
 import platform
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -22,7 +24,8 @@ from tqdm.auto import tqdm
 from .backbone import load_backbone
 from .errors import CheckpointError
 from .last_layer import compute_cls_only_in_last_layer, computes_features_only
-from .pair_format import POOLINGS, PackedRow, PairFormat
+from .packing import PackedRow, PackedRows, gather
+from .pair_format import POOLINGS, PairFormat
 from .repetition import rep2
 
 logger = logging.getLogger(__name__)
@@ -33,6 +36,11 @@ PROGRESS_MIN_PAIRS = 1024
 # On CPU, batches of long pairs are cut to this many padded tokens: bigger batches of long
 # pairs ran slower here (benchmarks/speed.py: 2048 and 4096 tokens 10-20 % below 1024).
 CPU_MAX_TOKENS = 1024
+# On CUDA a batch is as many rows as fit this many padded tokens (text-embeddings-inference's default budget); not
+# yet measured on a GPU here: ``benchmarks.device_check`` times several budgets.
+CUDA_MAX_TOKENS = 16384
+# Pairs per forward pass on CPU when the caller sets none; on CUDA only the token budget bounds a batch.
+CPU_BATCH_SIZE = 64
 # Most candidates a shared-context row holds: a row's length grows with its candidates.
 CANDIDATES_PER_ROW = 32
 
@@ -116,13 +124,8 @@ def resolve_dtype(dtype: str | None, device: torch.device) -> str:
 
 def pad_batch(batch: Sequence[Sequence[int]], pad_token_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Right-pad token id lists to the batch's longest. Returns input_ids, attention_mask: (b, t) int64."""
-    longest = max(len(ids) for ids in batch)
-    input_ids = torch.full((len(batch), longest), pad_token_id, dtype=torch.long)
-    attention_mask = torch.zeros((len(batch), longest), dtype=torch.long)
-    for row, ids in enumerate(batch):
-        input_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
-        attention_mask[row, : len(ids)] = 1
-    return input_ids, attention_mask
+    padded = PackedRows.from_rows([PackedRow(list(ids), None, None, [0]) for ids in batch]).batch(None, pad_token_id)
+    return padded["input_ids"], padded["attention_mask"]
 
 
 def cls_features(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -136,77 +139,87 @@ def cls_features(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -
 
 
 def rows_to_batch(
-    rows: Sequence[PackedRow], pad_token_id: int, pooling: str = "feature-token"
+    rows: Sequence[PackedRow] | PackedRows,
+    pad_token_id: int,
+    pooling: str = "feature-token",
+    index: np.ndarray | None = None,
 ) -> dict[str, torch.Tensor]:
-    """Model inputs of encoder rows, right-padded to the longest.
+    """Model inputs of encoder rows (those of ``index``, all by default), right-padded to the longest
+    (:meth:`PackedRows.batch`, one gather per input).
 
-    Rows of one pair (the paper layout) give ``input_ids`` and a (b, t) ``attention_mask``.
-    Shared-context rows also give ``position_ids`` (b, t), a boolean (b, 1, t, t) mask (a token
-    attends to the context and to its own block; padding attends to itself only, so that its
-    softmax stays finite, and nothing attends to padding), ``feature_index`` (b, k) and
-    ``feature_valid`` (b, k) for rows with fewer candidates than the most. With ``pooling="mean"``
-    they also give ``pool_weights`` (b, k, t): 1 / block length on each token of candidate j's block.
+    Rows of one pair (the paper layout) give ``input_ids`` and a (b, t) ``attention_mask``. Shared-context rows
+    give ``input_ids``, ``position_ids`` and ``segments`` (b, t) (-1 on padding), ``feature_index`` (b, k) and
+    ``feature_valid`` (b, k) for rows with fewer candidates than the most; with ``pooling="mean"`` also
+    ``mean_pooling``, a 0-d True. The attention mask and the pooling weights are built from the segments where
+    the model runs (:func:`segment_mask`, :func:`batch_features`), so nothing of size (b, t, t) crosses to it.
     """
     if pooling not in POOLINGS:
         raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-    input_ids, attention_mask = pad_batch([row.ids for row in rows], pad_token_id)
-    if all(row.segments is None for row in rows):
-        return {"input_ids": input_ids, "attention_mask": attention_mask}
-    batch, length = input_ids.shape
-    positions = torch.zeros((batch, length), dtype=torch.long)
-    segments = torch.full((batch, length), -1, dtype=torch.long)
-    most = max(len(row.features) for row in rows)
-    feature_index = torch.zeros((batch, most), dtype=torch.long)
-    feature_valid = torch.zeros((batch, most), dtype=torch.bool)
-    for i, row in enumerate(rows):
-        positions[i, : len(row.ids)] = torch.tensor(row.positions, dtype=torch.long)
-        segments[i, : len(row.ids)] = torch.tensor(row.segments, dtype=torch.long)
-        feature_index[i, : len(row.features)] = torch.tensor(row.features, dtype=torch.long)
-        feature_valid[i, : len(row.features)] = True
-    real = segments >= 0
-    key_is_context = (segments == 0)[:, None, :]
-    same_block = segments[:, :, None] == segments[:, None, :]
-    mask = real[:, :, None] & real[:, None, :] & (key_is_context | same_block)
-    mask |= torch.eye(length, dtype=torch.bool)[None] & ~real[:, :, None]
-    batch = {
-        "input_ids": input_ids,
-        "attention_mask": mask[:, None],
-        "position_ids": positions,
-        "feature_index": feature_index,
-        "feature_valid": feature_valid,
-    }
-    if pooling == "mean":
-        in_block = segments[:, None, :] == torch.arange(1, most + 1)[None, :, None]  # (b, k, t)
-        batch["pool_weights"] = in_block / in_block.sum(-1, keepdim=True).clamp(min=1)
+    batch = PackedRows.from_rows(rows).batch(index, pad_token_id)
+    if pooling == "mean" and "segments" in batch:
+        batch["mean_pooling"] = torch.tensor(True)
     return batch
+
+
+def segment_mask(segments: torch.Tensor) -> torch.Tensor:
+    """The shared-context layout's boolean attention mask (b, 1, t, t) from ``segments`` (b, t), on their device.
+
+    A token attends to the context (segment 0) and to its own block; padding (-1) attends to itself only, so that
+    its softmax stays finite, and nothing attends to padding.
+    """
+    real = segments >= 0
+    mask = (
+        real[:, :, None]
+        & real[:, None, :]
+        & ((segments == 0)[:, None, :] | (segments[:, :, None] == segments[:, None, :]))
+    )
+    length = segments.shape[1]
+    mask |= torch.eye(length, dtype=torch.bool, device=segments.device)[None] & ~real[:, :, None]
+    return mask[:, None]
 
 
 def batch_features(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """g(c, r) of every candidate of a :func:`rows_to_batch` batch, row after row: (n, d).
 
     The final-layer state of each feature token ([CLS] in the paper layout), never the pooler;
-    or, where the batch has ``pool_weights``, the mean of the final-layer states of each block.
+    or, where the batch has ``mean_pooling``, the mean of the final-layer states of each block.
 
     Raises:
         ValueError: mean pooling on a model whose last layer computes the feature tokens only.
     """
     if "feature_index" not in batch:
         return cls_features(model, batch["input_ids"], batch["attention_mask"])
-    index, mean = batch["feature_index"], "pool_weights" in batch
+    index, segments, mean = batch["feature_index"], batch["segments"], "mean_pooling" in batch
     if mean and computes_features_only(model):
         raise ValueError("mean pooling needs the whole last layer; this model computes its feature tokens only")
     hidden = model(
         input_ids=batch["input_ids"],
-        attention_mask=batch["attention_mask"],
+        attention_mask=segment_mask(segments),
         token_type_ids=torch.zeros_like(batch["input_ids"]),
         position_ids=batch["position_ids"],
         **({} if mean else {"feature_index": index}),
     ).last_hidden_state
     if mean:
-        features = torch.einsum("bkt,btd->bkd", batch["pool_weights"].to(hidden.dtype), hidden)
+        blocks = torch.arange(1, index.shape[1] + 1, device=segments.device)
+        in_block = segments[:, None, :] == blocks[None, :, None]  # (b, k, t)
+        weights = in_block / in_block.sum(-1, keepdim=True).clamp(min=1)
+        features = torch.einsum("bkt,btd->bkd", weights.to(hidden.dtype), hidden)
     else:
         features = torch.gather(hidden, 1, index[..., None].expand(-1, -1, hidden.shape[-1]))
     return features[batch["feature_valid"]]
+
+
+def _one_ahead(function, items) -> Iterator:
+    """``map(function, items)``, each call run on a worker thread while the caller uses the previous result."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = None
+        for item in items:
+            future = pool.submit(function, item)
+            if pending is not None:
+                yield pending.result()
+            pending = future
+        if pending is not None:
+            yield pending.result()
 
 
 def length_sorted_batches(
@@ -242,6 +255,8 @@ class Encoder:
         device: ``"auto"`` (CUDA if present), ``"cpu"``, ``"cuda:1"``...
         dtype: autocast dtype: ``"auto"`` (bfloat16 on CUDA, float32 on CPU; see :func:`resolve_dtype`),
             ``"float32"``, ``"bfloat16"`` or ``"float16"`` (CUDA only).
+        max_tokens: most padded tokens (rows x longest row) a batch holds; default :data:`CPU_MAX_TOKENS` on CPU,
+            :data:`CUDA_MAX_TOKENS` on CUDA.
         cls_only_last_layer: compute the model's last layer for [CLS] only (BERT models;
             :mod:`density_metric.last_layer`).
 
@@ -257,10 +272,17 @@ class Encoder:
         *,
         device: str | torch.device | None = "auto",
         dtype: str | None = "auto",
+        max_tokens: int | None = None,
         cls_only_last_layer: bool = True,
     ):
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, numbers.Integral) or max_tokens < 1
+        ):
+            raise ValueError(f"max_tokens must be a positive integer or None, got {max_tokens!r}")
+        cuda = self.device.type == "cuda"
+        self.max_tokens = int(max_tokens) if max_tokens else CUDA_MAX_TOKENS if cuda else CPU_MAX_TOKENS
         self.model = model.to(self.device).eval()
         if self.dtype != "float32":
             # Autocast would cast these weights on every forward pass; casting once gives the
@@ -285,6 +307,7 @@ class Encoder:
         device: str | torch.device | None = "auto",
         dtype: str | None = "auto",
         max_length: int | None = None,
+        max_tokens: int | None = None,
     ) -> Encoder:
         """The encoder and tokenizer at ``path`` (float32 weights), reading pairs as ``pair_format`` says.
 
@@ -305,7 +328,7 @@ class Encoder:
         pair_format = pair_format.with_max_length(max_length, pair_format.special_tokens(tokenizer), limit=limit)
         if pair_format.max_length > limit:
             raise CheckpointError(path, f"max_length {pair_format.max_length} exceeds the encoder's {limit} positions")
-        return cls(model, tokenizer, pair_format, device=device, dtype=dtype)
+        return cls(model, tokenizer, pair_format, device=device, dtype=dtype, max_tokens=max_tokens)
 
     @property
     def dim(self) -> int:
@@ -335,7 +358,7 @@ class Encoder:
         self,
         contexts: Sequence[Sequence[str]],
         responses: Sequence[str],
-        batch_size: int = 64,
+        batch_size: int | None = None,
         progress: bool | tqdm | None = None,
     ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Yield (indices (b,) int64, features (b, d) float32) per length-sorted batch of pairs."""
@@ -343,41 +366,57 @@ class Encoder:
         yield from self.iter_row_features(rows, batch_size, progress)
 
     def iter_row_features(
-        self, rows: Sequence[PackedRow], batch_size: int = 64, progress: bool | tqdm | None = None
+        self, rows: Sequence[PackedRow] | PackedRows, batch_size: int | None = None, progress: bool | tqdm | None = None
     ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Yield (candidate indices (m,) int64, features (m, d) float32) per length-sorted batch of rows.
 
-        A batch holds at most ``batch_size`` candidates (pairs), on every device; a row of more
-        candidates than that is a batch alone. Candidates are numbered row after row, in each row's order.
+        A batch holds at most :attr:`max_tokens` padded tokens and at most ``batch_size`` candidates (pairs;
+        None: :data:`CPU_BATCH_SIZE` on CPU, no cap on CUDA); a row of more candidates or tokens than that is a
+        batch alone. Candidates are numbered row after row, in each row's order. On CUDA the next batch is padded
+        (into pinned memory) by a worker thread while the GPU runs the current one.
 
         ``progress``: None draws a bar of batches from :data:`PROGRESS_MIN_PAIRS` pairs on, a bool always or
         never; a caller's own bar (a tqdm, anything with ``update(n)``) is advanced by each batch's pairs
         instead, so that one bar can span many calls (the command line's, over a file's chunks).
         """
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        offsets = np.cumsum([0] + [len(row.features) for row in rows])
-        max_tokens = CPU_MAX_TOKENS if self.device.type == "cpu" else None
-        batches = length_sorted_batches(
-            [len(row.ids) for row in rows], batch_size, max_tokens, [len(row.features) for row in rows]
-        )
+        batch_size = self.pairs_per_batch(batch_size)
+        rows = PackedRows.from_rows(rows)
+        sizes, offsets = rows.sizes, rows.feature_offsets
+        batches = length_sorted_batches(rows.lengths, batch_size, self.max_tokens, sizes)
         outer = progress if hasattr(progress, "update") else None
         show = outer is None and (offsets[-1] >= PROGRESS_MIN_PAIRS if progress is None else progress)
-        pad_id = self.tokenizer.pad_token_id
+        numbered = np.arange(offsets[-1])
+        cuda = self.device.type == "cuda"
+
+        def prepare(index: np.ndarray) -> tuple[np.ndarray, dict[str, torch.Tensor]]:
+            batch = rows_to_batch(rows, self.tokenizer.pad_token_id, self.pair_format.pooling, index)
+            if cuda:
+                batch = {name: value.pin_memory() for name, value in batch.items()}
+            return gather(numbered, offsets[index], sizes[index]), batch
+
+        prepared = _one_ahead(prepare, batches) if cuda else map(prepare, batches)
         with torch.inference_mode(), self._autocast():
-            for index in tqdm(batches, desc="DEnsity", unit="batch", disable=not show):
-                batch = rows_to_batch([rows[i] for i in index], pad_id, self.pair_format.pooling)
-                features = batch_features(self.model, {k: v.to(self.device) for k, v in batch.items()})
-                candidates = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in index])
+            for candidates, batch in tqdm(prepared, total=len(batches), desc="DEnsity", unit="batch", disable=not show):
+                inputs = {name: value.to(self.device, non_blocking=True) for name, value in batch.items()}
+                features = batch_features(self.model, inputs)
                 if outer is not None:
                     outer.update(len(candidates))
                 yield candidates, features.float().cpu().numpy()
+
+    def pairs_per_batch(self, batch_size: int | None) -> int:
+        """Most pairs a batch holds: ``batch_size``, or where it is None :data:`CPU_BATCH_SIZE` on CPU and no cap
+        on CUDA (the token budget alone)."""
+        if batch_size is None:
+            return CPU_BATCH_SIZE if self.device.type == "cpu" else np.iinfo(np.int64).max
+        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        return int(batch_size)
 
     def features(
         self,
         contexts: Sequence[Sequence[str]],
         responses: Sequence[str],
-        batch_size: int = 64,
+        batch_size: int | None = None,
         progress: bool | tqdm | None = None,
     ) -> np.ndarray:
         """g(c, r) of every pair, in input order: (n, d) float32."""
@@ -388,7 +427,7 @@ class Encoder:
 
     def grouped_rows(
         self, contexts: Sequence[Sequence[str]], responses: Sequence[str], per_row: int = CANDIDATES_PER_ROW
-    ) -> tuple[list[PackedRow], np.ndarray]:
+    ) -> tuple[PackedRows, np.ndarray]:
         """Encoder rows of the pairs, each distinct context read once per ``per_row`` of its responses.
 
         In the shared-context layout the pairs are grouped by context (its exact list of turns), in
@@ -426,7 +465,7 @@ class Encoder:
         self,
         contexts: Sequence[Sequence[str]],
         responses: Sequence[str],
-        batch_size: int = 64,
+        batch_size: int | None = None,
         progress: bool | tqdm | None = None,
         per_row: int = CANDIDATES_PER_ROW,
     ) -> np.ndarray:
@@ -436,7 +475,7 @@ class Encoder:
 
         A row holds at most ``min(per_row, batch_size)`` candidates and a batch at most
         ``batch_size``, so ``batch_size`` bounds the pairs of a forward pass as it does unpacked."""
-        rows, order = self.grouped_rows(contexts, responses, min(per_row, max(batch_size, 1)))
+        rows, order = self.grouped_rows(contexts, responses, min(per_row, self.pairs_per_batch(batch_size)))
         out = np.empty((len(responses), self.dim), dtype=np.float32)
         for index, features in self.iter_row_features(rows, batch_size, progress):
             out[order[index]] = features
@@ -446,7 +485,7 @@ class Encoder:
         self,
         context: Sequence[str],
         candidates: Sequence[str],
-        batch_size: int = 64,
+        batch_size: int | None = None,
         per_row: int = CANDIDATES_PER_ROW,
     ) -> np.ndarray:
         """g(c, r) of many candidates of one context, in input order: (k, d) float32.

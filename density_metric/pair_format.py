@@ -45,28 +45,16 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 
+import numpy as np
+
+from .packing import PackedRow as PackedRow  # re-exported: rows are built here
+from .packing import PackedRows, TextIds, context_tails, gather, within
+
 # The fewest special tokens a pair template adds ([CLS] a [SEP] b [SEP]); the response cap
 # must leave room for them. The tokenizer's real count is checked when encoding.
 MIN_SPECIAL_TOKENS = 3
 LAYOUTS = ("paper", "shared-context")
 POOLINGS = ("feature-token", "mean")
-
-
-@dataclass(frozen=True)
-class PackedRow:
-    """One encoder row and where its candidates' features are read.
-
-    Attributes:
-        ids: token ids of the row.
-        positions: position id of every token (None: 0, 1, 2, ..., the model's default).
-        segments: per token, 0 for the context and j for candidate j (None: one pair, full attention).
-        features: for each candidate of the row, the index of its feature token.
-    """
-
-    ids: list[int]
-    positions: list[int] | None
-    segments: list[int] | None
-    features: list[int]
 
 
 def is_blank(text: str, tokenizer=None) -> bool:
@@ -86,13 +74,10 @@ def is_blank(text: str, tokenizer=None) -> bool:
 
 def join_context(turns: Sequence[str], turn_separator: str, tokenizer=None) -> str:
     """Join context turns, oldest first, with the turn separator (spaces around it); blank turns
-    (:func:`is_blank`, with ``tokenizer`` if given) are dropped."""
+    (:func:`is_blank`, with ``tokenizer`` if given) are dropped. For reading: the encoder joins the turns' ids
+    with the separator's id (:meth:`PairFormat.pack`), never this text, in which a turn's ``[SEP]`` would be read
+    as the separator."""
     return f" {turn_separator} ".join(turn.strip() for turn in turns if not is_blank(turn, tokenizer))
-
-
-def _reply_text(response: str, tokenizer) -> str:
-    """A reply as it is tokenised: stripped, and empty where it is blank (:func:`is_blank`), as a turn is."""
-    return "" if is_blank(response, tokenizer) else response.strip()
 
 
 def special_token_layout(tokenizer) -> tuple[list[int], list[int], list[int]]:
@@ -259,20 +244,20 @@ class PairFormat:
 
         A context without lines, or one that fits, comes back as it is (a new list); one whose lines and last
         turn alone do not fit keeps them, and the encoder's left cut then takes the excess off the lines.
-        Lengths are counted per turn (blank turns none, one separator between kept turns), as
-        :func:`join_context` and the tokenizer would join them; each distinct turn is tokenised once.
+        Lengths are counted per turn (blank turns none, one separator between kept turns), as the encoder
+        reads them (:class:`~density_metric.packing.TextIds`); each distinct turn is tokenised once.
         """
         if len(contexts) != len(lines):
             raise ValueError(f"{len(contexts)} contexts but {len(lines)} line counts")
         budget = self.context_budget(tokenizer)
-        separator = len(tokenizer(self.turn_separator, add_special_tokens=False)["input_ids"])
+        text_ids = TextIds(tokenizer)
+        separator = len(self.separator_ids(tokenizer))
         long = [i for i, count in enumerate(lines) if 0 < count < len(contexts[i])]
-        turns = list(dict.fromkeys(turn.strip() for i in long for turn in contexts[i]))
-        ids = tokenizer(turns, add_special_tokens=False, verbose=False)["input_ids"] if turns else []
-        size = dict(zip(turns, map(len, ids)))
+        codes = text_ids.encode([turn.strip() for i in long for turn in contexts[i]])
+        sizes = iter(text_ids.lengths(codes).tolist())
         out = [list(context) for context in contexts]
         for i in long:
-            counts = [size[turn.strip()] for turn in contexts[i]]
+            counts = [next(sizes) for _ in contexts[i]]
             kept = [n for n in counts if n]
             total = sum(kept) + separator * max(len(kept) - 1, 0)
             start = lines[i]
@@ -283,59 +268,49 @@ class PairFormat:
             out[i] = out[i][: lines[i]] + out[i][start:]
         return out
 
+    def separator_ids(self, tokenizer) -> list[int]:
+        """The ids put between two context turns: the turn separator read as the token it names."""
+        return tokenizer(self.turn_separator, add_special_tokens=False)["input_ids"]
+
     def reply_ids(self, tokenizer, responses: Sequence[str]) -> list[list[int]]:
         """Each reply's token ids as :meth:`encode` reads them, before truncation: ``[]`` for a blank reply."""
-        replies = [_reply_text(response, tokenizer) for response in responses]
-        return tokenizer(replies, add_special_tokens=False, verbose=False)["input_ids"] if replies else []
+        text_ids = TextIds(tokenizer)
+        return text_ids.ids(text_ids.encode([response.strip() for response in responses]))
 
     def truncated(self, tokenizer, contexts: Sequence[Sequence[str]], reply_ids: Sequence[Sequence[int]]) -> list[bool]:
         """For every pair, whether this format cuts its context or its reply (of token ids ``reply_ids``, from
-        :meth:`reply_ids`) to fit: the encoder then reads only part of the pair. Each distinct context is
-        tokenised once."""
+        :meth:`reply_ids`) to fit: the encoder then reads only part of the pair. Each distinct turn is
+        tokenised once, and only as far back as the encoder could read."""
         if not contexts:
             return []
         specials = special_token_layout(tokenizer)
-        distinct = list(dict.fromkeys(tuple(turns) for turns in contexts))
-        joined = [join_context(turns, self.turn_separator, tokenizer) for turns in distinct]
-        ids = tokenizer(
-            joined, add_special_tokens=False, verbose=False, return_attention_mask=False, return_token_type_ids=False
-        )["input_ids"]
-        lengths = dict(zip(distinct, map(len, ids)))
-        cut = []
-        for turns, reply in zip(contexts, reply_ids):
-            kept = min(len(reply), self.max_response_length)
-            cut.append(kept < len(reply) or lengths[tuple(turns)] > self._context_budget(specials, kept))
-        return cut
+        text_ids = TextIds(tokenizer)
+        reply = np.fromiter(map(len, reply_ids), dtype=np.int64, count=len(reply_ids))
+        kept = np.minimum(reply, self.max_response_length)
+        budget = self._budgets(specials, kept, self.layout)
+        owner, distinct = _distinct(contexts)
+        separator = text_ids.constant(self.separator_ids(tokenizer))
+        tails = context_tails(text_ids, distinct, separator, _most(owner, budget, len(distinct)))
+        return ((kept < reply) | (tails.lengths[owner] > budget)).tolist()
+
+    def _budgets(self, specials, kept_response: np.ndarray, layout: str) -> np.ndarray:
+        """:meth:`_context_budget` of every pair with ``kept_response`` (n,) reply tokens: (n,) int64."""
+        if layout == "paper":
+            return self._context_budget(specials, 0, "paper") - kept_response
+        return np.full(len(kept_response), self._context_budget(specials, 0, layout), dtype=np.int64)
 
     def encode_with_cuts(
         self, tokenizer, contexts: Sequence[Sequence[str]], responses: Sequence[str]
     ) -> tuple[list[list[int]], list[bool]]:
         """:meth:`encode`, and for every pair whether truncation cut its context or response. One pair a row in
         the paper layout's template and budget, whatever this format's layout."""
-        specials = before, between, after = special_token_layout(tokenizer)
-        if self._context_budget(specials, self.max_response_length, "paper") < 0:
-            raise ValueError(
-                f"max_response_length={self.max_response_length} leaves no room in max_length={self.max_length}"
-            )
-        # verbose=False: contexts longer than the model are expected here; they are cut below.
-        # Both sides are tokenised in one batched (Rust) call each; only list slicing is left.
-        context_ids = tokenizer(
-            [join_context(turns, self.turn_separator, tokenizer) for turns in contexts],
-            add_special_tokens=False,
-            verbose=False,
-        )["input_ids"]
-        response_ids = self.reply_ids(tokenizer, responses)
-        encoded, cut = [], []
-        for context, response in zip(context_ids, response_ids):
-            kept_response = response[: self.max_response_length]
-            kept_context = context[max(len(context) - self._context_budget(specials, len(kept_response), "paper"), 0) :]
-            encoded.append([*before, *kept_context, *between, *kept_response, *after])
-            cut.append(len(kept_response) < len(response) or len(kept_context) < len(context))
-        return encoded, cut
+        packed = self.pack(tokenizer, contexts, [[response] for response in responses], layout="paper")
+        ids, offsets = packed.rows.ids, packed.rows.offsets.tolist()
+        return [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])], packed.cut.tolist()
 
     def encode_rows(
         self, tokenizer, contexts: Sequence[Sequence[str]], candidates: Sequence[Sequence[str]]
-    ) -> list[PackedRow]:
+    ) -> PackedRows:
         """Encoder rows for each context with its candidates, in this format's layout.
 
         ``paper``: one row per (context, candidate), context after context; ``shared-context``:
@@ -345,38 +320,146 @@ class PairFormat:
         Args:
             contexts: n lists of turns, oldest first.
             candidates: n lists of responses, one list per context.
+
+        Returns:
+            The rows in flat arrays (:class:`~density_metric.packing.PackedRows`, a sequence of ``PackedRow``).
         """
-        if self.layout == "paper":
-            flat_contexts = [context for context, group in zip(contexts, candidates) for _ in group]
-            flat = [response for group in candidates for response in group]
-            return [PackedRow(ids, None, None, [0]) for ids in self.encode(tokenizer, flat_contexts, flat)]
+        return self.pack(tokenizer, contexts, candidates).rows
+
+    def pack(
+        self,
+        tokenizer,
+        contexts: Sequence[Sequence[str]],
+        candidates: Sequence[Sequence[str]],
+        *,
+        layout: str | None = None,
+        text_ids: TextIds | None = None,
+    ) -> Packing:
+        """:meth:`encode_rows`, with what else the rows tell: per candidate whether it was cut, and its reply's
+        codes in ``text_ids`` (a fresh :class:`~density_metric.packing.TextIds` unless given).
+
+        Every distinct text is tokenised once, special-token text as text; the context is joined from its turns'
+        ids and the separator's, read back only as far as the encoder reads it; rows are assembled by gathers,
+        without a Python loop over pairs. ``layout``: this format's by default.
+        """
+        layout = layout or self.layout
+        if len(contexts) != len(candidates):
+            raise ValueError(f"{len(contexts)} contexts but {len(candidates)} candidate lists")
         specials = before, between, after = special_token_layout(tokenizer)
-        if not before:
+        if layout == "shared-context" and not before:
             name = type(tokenizer).__name__
             raise ValueError(f"layout 'shared-context' needs a pair template that opens with a token; {name} has none")
-        context_budget = self._context_budget(specials, self.max_response_length)
-        if context_budget < 0:
+        if self._context_budget(specials, self.max_response_length, layout) < 0:
             raise ValueError(
                 f"max_response_length={self.max_response_length} leaves no room in max_length={self.max_length}"
             )
-        context_ids = tokenizer(
-            [join_context(turns, self.turn_separator, tokenizer) for turns in contexts],
-            add_special_tokens=False,
-            verbose=False,
-        )["input_ids"]
-        response_ids = iter(self.reply_ids(tokenizer, [response for group in candidates for response in group]))
-        rows = []
-        for context, group in zip(context_ids, candidates):
-            head = [*before, *context[max(len(context) - context_budget, 0) :], *between]
-            ids, positions, segments, features = list(head), list(range(len(head))), [0] * len(head), []
-            for block, _ in enumerate(group, start=1):
-                tokens = [*before, *next(response_ids)[: self.max_response_length], *after]
-                features.append(len(ids))
-                ids += tokens
-                positions += range(len(head), len(head) + len(tokens))
-                segments += [block] * len(tokens)
-            rows.append(PackedRow(ids, positions, segments, features))
-        return rows
+        text_ids = text_ids or TextIds(tokenizer)
+        open_, middle, close = (text_ids.constant(ids) for ids in specials)
+        separator = text_ids.constant(self.separator_ids(tokenizer))
+        sizes = np.fromiter(map(len, candidates), dtype=np.int64, count=len(candidates))
+        replies = text_ids.encode([response.strip() for group in candidates for response in group])
+        reply = text_ids.lengths(replies)
+        kept = np.minimum(reply, self.max_response_length)
+        budget = self._budgets(specials, kept, layout)
+        owner, distinct = _distinct(contexts)
+        candidate_owner = np.repeat(owner, sizes)
+        if layout == "paper":  # a context reads as far back as its shortest reply lets it
+            context_budget = _most(candidate_owner, budget, len(distinct))
+        else:  # every row reads the same budget, a row without candidates too
+            context_budget = self._context_budget(specials, 0, layout)
+        tails = context_tails(text_ids, distinct, separator, context_budget)
+        cut = (kept < reply) | (tails.lengths[candidate_owner] > budget)
+        pool = text_ids.pool
+        source = np.concatenate([pool, tails.ids])
+        context_end = len(pool) + tails.offsets[1:]
+        constant = text_ids.starts(np.array([open_, middle, close])), text_ids.lengths(np.array([open_, middle, close]))
+        (open_at, middle_at, close_at), (n_open, n_middle, n_close) = constant
+        reply_at = text_ids.starts(replies)
+        if layout == "paper":
+            context = np.minimum(tails.lengths[candidate_owner], budget)
+            m = len(replies)
+            starts = np.stack(
+                [
+                    np.full(m, open_at),
+                    context_end[candidate_owner] - context,
+                    np.full(m, middle_at),
+                    reply_at,
+                    np.full(m, close_at),
+                ],
+                axis=1,
+            )
+            lengths = np.stack([np.full(m, n_open), context, np.full(m, n_middle), kept, np.full(m, n_close)], axis=1)
+            ids = gather(source, starts.ravel(), lengths.ravel())
+            offsets = np.concatenate([[0], np.cumsum(lengths.sum(axis=1))])
+            rows = PackedRows(ids, offsets, None, None, np.zeros(m, dtype=np.int64), np.arange(m + 1, dtype=np.int64))
+            return Packing(rows, cut, replies, text_ids)
+        # shared-context: per row, the head (open, context, middle), then per candidate a block (open, reply, close).
+        n = len(contexts)
+        context = np.minimum(tails.lengths[owner], self._context_budget(specials, 0, layout))
+        head = n_open + context + n_middle
+        block = n_open + kept + n_close
+        pieces = 3 + 3 * sizes
+        first_piece = np.cumsum(pieces) - pieces
+        first_candidate = np.cumsum(sizes) - sizes
+        local = within(sizes)
+        total = int(pieces.sum())
+        starts, lengths = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
+        bases, segments = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
+        head_at = first_piece[:, None] + np.arange(3)
+        starts[head_at] = np.stack([np.full(n, open_at), context_end[owner] - context, np.full(n, middle_at)], axis=1)
+        lengths[head_at] = np.stack([np.full(n, n_open), context, np.full(n, n_middle)], axis=1)
+        bases[head_at] = np.stack([np.zeros(n, dtype=np.int64), np.full(n, n_open), n_open + context], axis=1)
+        segments[head_at] = 0
+        block_at = (np.repeat(first_piece, sizes) + 3 + 3 * local)[:, None] + np.arange(3)
+        m = len(replies)
+        block_head = np.repeat(head, sizes)
+        starts[block_at] = np.stack([np.full(m, open_at), reply_at, np.full(m, close_at)], axis=1)
+        lengths[block_at] = np.stack([np.full(m, n_open), kept, np.full(m, n_close)], axis=1)
+        bases[block_at] = block_head[:, None] + np.stack(
+            [np.zeros(m, dtype=np.int64), np.full(m, n_open), n_open + kept], axis=1
+        )
+        segments[block_at] = (local + 1)[:, None]
+        ids = gather(source, starts, lengths)
+        positions = np.repeat(bases - (np.cumsum(lengths) - lengths), lengths) + np.arange(len(ids))
+        row_lengths = head + np.bincount(np.repeat(np.arange(n), sizes), weights=block, minlength=n).astype(np.int64)
+        done = np.concatenate([[0], np.cumsum(block)])
+        features = block_head + done[:-1] - np.repeat(done[first_candidate], sizes)
+        rows = PackedRows(
+            ids,
+            np.concatenate([[0], np.cumsum(row_lengths)]),
+            positions,
+            np.repeat(segments, lengths),
+            features,
+            np.concatenate([[0], np.cumsum(sizes)]),
+        )
+        return Packing(rows, cut, replies, text_ids)
+
+
+@dataclass(frozen=True)
+class Packing:
+    """What :meth:`PairFormat.pack` builds: the rows, per candidate (row after row) whether truncation cut it,
+    and its reply's codes in ``text_ids`` (the reply's ids before the cut: ``text_ids.ids(replies)``)."""
+
+    rows: PackedRows
+    cut: np.ndarray
+    replies: np.ndarray
+    text_ids: TextIds
+
+
+def _distinct(contexts: Sequence[Sequence[str]]) -> tuple[np.ndarray, list[tuple[str, ...]]]:
+    """For each context the index of its distinct list of turns, and those lists in order of first appearance."""
+    index: dict[tuple[str, ...], int] = {}
+    owner = np.fromiter(
+        (index.setdefault(tuple(turns), len(index)) for turns in contexts), dtype=np.int64, count=len(contexts)
+    )
+    return owner, list(index)
+
+
+def _most(owner: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:
+    """The largest of ``values`` per group of ``owner``: (groups,) int64, -1 for a group without members."""
+    most = np.full(groups, -1, dtype=np.int64)
+    np.maximum.at(most, owner, values)
+    return most
 
 
 def encode_pairs(

@@ -10,7 +10,7 @@ import torch
 
 from density_metric import DensityScorer
 from density_metric.checkpoint_format import CONFIG_FILE, load_checkpoint
-from density_metric.features import Encoder, batch_features, rows_to_batch
+from density_metric.features import Encoder, batch_features, rows_to_batch, segment_mask
 from density_metric.pair_format import PairFormat
 
 from .tiny import synthetic_pairs
@@ -90,7 +90,7 @@ def test_mean_pooling_is_the_mean_of_each_blocks_final_layer_states(tiny_mean_po
         with torch.inference_mode():
             hidden = plain.eval()(
                 input_ids=batch["input_ids"],
-                attention_mask=batch["attention_mask"],
+                attention_mask=segment_mask(batch["segments"]),
                 token_type_ids=torch.zeros_like(batch["input_ids"]),
                 position_ids=batch["position_ids"],
             ).last_hidden_state[0]
