@@ -6,14 +6,15 @@ Every scored row gets a list of flags, empty for most rows, in this order:
   :func:`~density_metric.pair_format.is_blank`), so the encoder reads ``[CLS] context [SEP] [SEP]``;
 - ``unreadable``: the reply has tokens, but every one is the tokenizer's unknown token (``[UNK]``): emoji
   only, or a script the vocabulary lacks. The encoder reads no word of it;
-- ``punctuation``: the reply has no letter and no digit (``...``, ``?!``, ``:)``). It is read and scored as
-  usual, since such a reply can be what a person says, but it can beat a real reply: on the bundled model one
-  outscored the real reply in 22.4 % of 500 DailyDialog test cases (``benchmarks/probes.py``);
+- ``punctuation``: the reply has no letter and no digit in any script (``...``, ``?!``, ``:)``, ``😀!``). It says
+  no word, so it gets the floor too (policy ``v2``): read and scored as usual, such replies beat the real reply on
+  the bundled model in 22.4 % of 500 DailyDialog test cases (``?!`` in 28 %; ``benchmarks/probes.py``);
 - ``truncated``: the pair did not fit the checkpoint's ``max_length``, so the encoder read only the most
   recent part of the context or the first ``max_response_length`` tokens of the reply
   (:meth:`~density_metric.pair_format.PairFormat.truncated`).
 
-The floor (policy ``v1``, ``floor=v1`` in the signature): an ``empty`` or ``unreadable`` reply gets the
+The floor (policy ``v2``, ``floor=v2`` in the signature; ``v1`` floored ``empty`` and ``unreadable`` replies
+only): an ``empty``, ``unreadable`` or ``punctuation`` reply gets the
 distance ``max(d, 2 q_max)``, with ``q_max`` the largest distance of the checkpoint's held-out human replies
 (its last calibration quantile). Its score is then at most ``-2 q_max``, below every human reply the
 checkpoint was calibrated on, and its calibrated score is 0.0. Without it an empty reply scored as a typical
@@ -38,10 +39,10 @@ logger = logging.getLogger(__name__)
 
 EMPTY, UNREADABLE, PUNCTUATION, TRUNCATED = "empty", "unreadable", "punctuation", "truncated"
 FLAGS = (EMPTY, UNREADABLE, PUNCTUATION, TRUNCATED)
-# The flags whose rows get the floor: the encoder read nothing of the reply.
-FLOORED = frozenset({EMPTY, UNREADABLE})
+# The flags whose rows get the floor: the encoder read no word of the reply.
+FLOORED = frozenset({EMPTY, UNREADABLE, PUNCTUATION})
 FLOOR_FACTOR = 2.0
-FLOOR_POLICY = "v1"  # in the signature: floor=v1
+FLOOR_POLICY = "v2"  # in the signature: floor=v2 (v1: empty and unreadable replies only)
 _WORDS = {
     EMPTY: "empty or blank",
     UNREADABLE: "unreadable (every token unknown)",
@@ -116,7 +117,10 @@ def flag_summary(counts: Counter) -> str | None:
     rows = f"{counts['rows']} rows are" if counts["rows"] != 1 else "1 row is"
     text = f"{counts['flagged']} of {rows} flagged: {parts}"
     if any(counts[flag] for flag in FLOORED):
-        text += "; empty and unreadable replies get the floor score, below every held-out human reply (calibrated 0)"
+        text += (
+            "; empty, unreadable and punctuation-only replies get the floor score, below every held-out human reply"
+            " (calibrated 0)"
+        )
     return text + "; a flagged row's score means little (the flags say which rows)"
 
 

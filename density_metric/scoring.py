@@ -79,13 +79,16 @@ class DensityScorer:
     @property
     def signature(self) -> str:
         """Reproducibility signature, e.g. ``density_metric=0.1.0|checkpoint=org/name@3f2a...|max_length=256|...``;
-        ``floor=v1`` names the policy for empty and unreadable replies (:mod:`density_metric.row_flags`)."""
+        ``floor=v2`` names the policy for replies without a word (:mod:`density_metric.row_flags`), and
+        ``specials=text`` says that special-token text in a turn or reply (``[SEP]``) is read as text, not as the
+        token (:mod:`density_metric.packing`); a signature without it read such text as the token, and scored
+        every other pair alike."""
         import torch
         import transformers
 
         return (
             f"density_metric={__version__}|checkpoint={self.checkpoint.source}@{self.checkpoint.revision}"
-            f"|max_length={self.encoder.max_length}|dtype={self.encoder.dtype}|floor={FLOOR_POLICY}"
+            f"|max_length={self.encoder.max_length}|dtype={self.encoder.dtype}|floor={FLOOR_POLICY}|specials=text"
             f"|torch={torch.__version__}|transformers={transformers.__version__}"
         )
 

@@ -42,17 +42,43 @@ def test_the_floor_is_twice_the_largest_held_out_distance_and_never_raises_a_sco
     assert floor_distance(quantiles) == 20.0
     distances = np.array([3.0, 3.0, 3.0, 3.0, 50.0])
     flags = [["empty"], ["unreadable", "truncated"], ["punctuation"], [], ["empty"]]
-    np.testing.assert_array_equal(floor_distances(distances, flags, quantiles), [20.0, 20.0, 3.0, 3.0, 50.0])
+    np.testing.assert_array_equal(floor_distances(distances, flags, quantiles), [20.0, 20.0, 20.0, 3.0, 50.0])
     assert distances[0] == 3.0  # a new array
 
 
-def test_a_punctuation_only_or_truncated_reply_keeps_its_own_score(tiny_scorer):
-    contexts = [["hi"], ["hi"], ["how are you " * 40]]
-    responses = ["...", "fine thanks", "fine thanks"]
+def test_a_truncated_reply_keeps_its_own_score(tiny_scorer):
+    contexts = [["hi"], ["how are you " * 40]]
+    responses = ["fine thanks", "fine thanks"]
     features = tiny_scorer.features(contexts, responses)
     result = tiny_scorer.score(contexts, responses)
-    assert result.flags == [["punctuation"], [], ["truncated"]]
+    assert result.flags == [[], ["truncated"]]
     np.testing.assert_allclose(result.scores, -tiny_scorer.stats.distances(features), rtol=1e-6)
+
+
+# No letter or digit in any script: Latin punctuation, CJK and Arabic punctuation, symbols, emoji with punctuation.
+NO_WORDS = ["...", "?!", ":)", "-", "。！", "؟", "😀!", "!!! ???", "$ % &"]
+WORDS = ["ok", "2", "é!", "日本", "٣", "ok?!"]  # a letter or a digit in some script
+
+
+@pytest.mark.parametrize("reply", NO_WORDS)
+def test_a_reply_without_a_letter_or_digit_gets_the_floor_and_says_why(tiny_scorer, reply):
+    contexts, responses = synthetic_pairs(100, seed=41)
+    human = tiny_scorer.score(contexts, responses)
+    wordless = tiny_scorer.score(contexts, [reply] * len(contexts))
+    assert wordless.scores.max() < human.scores.min()
+    assert np.all(wordless.scores <= -2 * tiny_scorer.stats.quantiles[-1])
+    assert np.all(wordless.calibrated == 0.0)
+    assert all(flags[0] in ("punctuation", "unreadable") for flags in wordless.flags)
+
+
+@pytest.mark.parametrize("reply", WORDS)
+def test_a_reply_with_a_letter_or_digit_in_any_script_is_not_floored(tiny_scorer, reply):
+    result = tiny_scorer.score([["hi"]], [reply])
+    assert result.flags in ([[]], [["unreadable"]])  # the tiny vocabulary knows no CJK or Arabic-Indic digit
+    if not result.flags[0]:
+        assert result.scores[0] == pytest.approx(
+            -tiny_scorer.stats.distances(tiny_scorer.features([["hi"]], [reply]))[0]
+        )
 
 
 # ------------------------------------------------------------------ the flags

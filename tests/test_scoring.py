@@ -88,7 +88,8 @@ def test_result_dict_has_scores_calibrated_mean_flags_and_signature(tiny_scorer)
         "@sha256:",
         "max_length=64",
         "dtype=float32",
-        "floor=v1",
+        "floor=v2",
+        "specials=text",
         "torch=",
         "transformers=",
     ):
