@@ -13,7 +13,7 @@ def load_script():
     return module
 
 
-def test_replies_without_a_letter_or_digit_in_any_script_are_counted_with_their_flag_now(tiny_scorer):
+def test_replies_without_a_letter_or_digit_in_any_script_are_counted_with_their_flag(tiny_scorer):
     no_words = load_script()
     replies = [
         ("...", True),
@@ -27,5 +27,5 @@ def test_replies_without_a_letter_or_digit_in_any_script_are_counted_with_their_
     counted = no_words.count(replies, tiny_scorer.encoder.pair_format, tiny_scorer.encoder.tokenizer)
     assert counted["replies"] == 7 and counted["human_replies"] == 5
     assert counted["no_words"] == 5 and counted["no_words_human"] == 3
-    assert counted["flag_now"] == {"punctuation": 3, "empty": 1, "unreadable": 1}
+    assert counted["flag"] == {"punctuation": 3, "empty": 1, "unreadable": 1}
     assert counted["most_frequent"][0] == ("...", 2)

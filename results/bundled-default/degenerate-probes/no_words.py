@@ -6,9 +6,9 @@ Counted per set: every training reply of each corpus as its loader makes them (D
 Self-dialogue, Chit-Chat, the PersonaChat subset and Topical-Chat, training and validation splits together), and
 every rated reply of each human-judgment set (``train.judgments.load_sets``; FED's dialogue-level set: every turn from
 the second on, as ``score_dialogue`` scores them), of which those a person wrote (a system named human or
-ground-truth; in FED's dialogues also the ``User`` turns). For each such reply, the flag the bundled default gives it
-now (``empty`` and ``unreadable`` are floored already, ``punctuation`` is not). Reads data only. Usage, from the
-repository root:
+ground-truth; in FED's dialogues also the ``User`` turns). For each such reply, the flag the bundled default gives it:
+``empty`` and ``unreadable`` replies were floored already (floor policy ``v1``), ``punctuation`` ones are floored
+from ``v2`` on. Reads data only. Usage, from the repository root:
 
     PYTHONPATH=. python results/bundled-default/degenerate-probes/no_words.py
 
@@ -67,8 +67,8 @@ def judgment_replies() -> dict[str, list[tuple[str, bool]]]:
 
 
 def count(replies: list[tuple[str, bool]], pair_format, tokenizer) -> dict:
-    """How many of ``replies`` have no words (all and those a person wrote), the bundled default's flag of those,
-    and the most frequent of them."""
+    """How many of ``replies`` have no words (all and those a person wrote), the checkpoint's flag of those (with
+    ``tokenizer``), and the most frequent of them."""
     texts = [reply for reply, _ in replies]
     ids = pair_format.reply_ids(tokenizer, texts)
     # With no unknown token, reply_flag leaves out "unreadable": empty or punctuation is then exactly "no words".
@@ -78,7 +78,7 @@ def count(replies: list[tuple[str, bool]], pair_format, tokenizer) -> dict:
         "human_replies": sum(human for _, human in replies),
         "no_words": len(none),
         "no_words_human": sum(replies[i][1] for i in none),
-        "flag_now": dict(Counter(reply_flag(texts[i], ids[i], tokenizer.unk_token_id) for i in none)),
+        "flag": dict(Counter(reply_flag(texts[i], ids[i], tokenizer.unk_token_id) for i in none)),
         "most_frequent": Counter(texts[i] for i in none).most_common(EXAMPLES),
     }
 
@@ -87,18 +87,18 @@ def markdown(report: dict) -> str:
     lines = [
         "# Replies without a letter or a digit (no words, no score)",
         "",
-        f"Command: `{report['command']}`. Checkpoint for the flags now: {report['signature']}.",
+        f"Command: `{report['command']}`. Checkpoint for the flags: {report['signature']}.",
         "A reply has no words when no character of it is a letter or a digit in any script (Unicode L* or N*, the",
         "`punctuation` flag's rule in `density_metric/row_flags.py`). Corpora: every training reply, all written by",
         "people. Judgment sets: every rated reply; 'by people' are those of a system named human or ground-truth (FED's",
-        "dialogues: every turn from the second on, and the `User` turns). 'Flag now': what the bundled default says of",
-        "the no-words replies today (`empty`, `unreadable`: floored already; `punctuation`: not yet).",
+        "dialogues: every turn from the second on, and the `User` turns). 'Flag': the bundled default's flag of the",
+        "no-words replies (`empty`, `unreadable`: floored under policy v1 already; `punctuation`: floored from v2 on).",
         "",
-        "| set | replies | by people | no words | of them by people | flag now | most frequent |",
+        "| set | replies | by people | no words | of them by people | flag | most frequent |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, row in report["sets"].items():
-        flags = ", ".join(f"{flag} {n}" for flag, n in sorted(row["flag_now"].items())) or "-"
+        flags = ", ".join(f"{flag} {n}" for flag, n in sorted(row["flag"].items())) or "-"
         frequent = ", ".join(f"`{json.dumps(text, ensure_ascii=False)}` x{n}" for text, n in row["most_frequent"])
         lines.append(
             f"| {name} | {row['replies']:,} | {row['human_replies']:,} | {row['no_words']:,} | "
