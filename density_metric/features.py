@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from .backbone import load_backbone
 from .errors import CheckpointError
 from .last_layer import compute_cls_only_in_last_layer, computes_features_only
-from .packing import PackedRow, PackedRows, gather
+from .packing import PackedRow, PackedRows, TextIds, distinct_contexts, gather, within
 from .pair_format import POOLINGS, PairFormat
 from .repetition import rep2
 
@@ -164,18 +164,11 @@ def rows_to_batch(
 def segment_mask(segments: torch.Tensor) -> torch.Tensor:
     """The shared-context layout's boolean attention mask (b, 1, t, t) from ``segments`` (b, t), on their device.
 
-    A token attends to the context (segment 0) and to its own block; padding (-1) attends to itself only, so that
-    its softmax stays finite, and nothing attends to padding.
+    A token attends to the context (segment 0) and to its own block, never to padding (-1). A padding position
+    attends to the context, so that its softmax stays finite; its output is never read.
     """
-    real = segments >= 0
-    mask = (
-        real[:, :, None]
-        & real[:, None, :]
-        & ((segments == 0)[:, None, :] | (segments[:, :, None] == segments[:, None, :]))
-    )
-    length = segments.shape[1]
-    mask |= torch.eye(length, dtype=torch.bool, device=segments.device)[None] & ~real[:, :, None]
-    return mask[:, None]
+    key = segments[:, None, :]
+    return ((key == 0) | ((segments[:, :, None] == key) & (key > 0)))[:, None]
 
 
 def batch_features(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -426,7 +419,11 @@ class Encoder:
         return out
 
     def grouped_rows(
-        self, contexts: Sequence[Sequence[str]], responses: Sequence[str], per_row: int = CANDIDATES_PER_ROW
+        self,
+        contexts: Sequence[Sequence[str]],
+        responses: Sequence[str],
+        per_row: int = CANDIDATES_PER_ROW,
+        text_ids: TextIds | None = None,
     ) -> tuple[PackedRows, np.ndarray]:
         """Encoder rows of the pairs, each distinct context read once per ``per_row`` of its responses.
 
@@ -436,30 +433,28 @@ class Encoder:
         several rows, as :meth:`candidate_features` splits them). The context is truncated to the
         same tokens whatever its candidates, so each pair's feature is the one it gets alone. With
         all contexts distinct the rows are those of :meth:`iter_features`. The paper layout cannot
-        share a context: one row per pair, in input order.
+        share a context: one row per pair, in input order. ``text_ids``: texts already tokenised, to reuse.
 
         Returns:
             The rows, and for the rows' candidates (numbered row after row) the index of their pair.
         """
         if per_row < 1:
             raise ValueError(f"per_row must be >= 1, got {per_row}")
-        if not responses:
-            return [], np.zeros(0, dtype=np.int64)
-        if self.pair_format.layout != "shared-context":
-            rows = self.pair_format.encode_rows(self.tokenizer, contexts, [[response] for response in responses])
+        if self.pair_format.layout != "shared-context" or not responses:
+            candidates = [[response] for response in responses]
+            rows = self.pair_format.encode_rows(self.tokenizer, contexts, candidates, text_ids)
             return rows, np.arange(len(responses), dtype=np.int64)
-        groups: dict[tuple[str, ...], list[int]] = {}
-        for index, context in enumerate(contexts):
-            groups.setdefault(tuple(context), []).append(index)
-        row_contexts, row_candidates, order = [], [], []
-        for context, members in groups.items():
-            for start in range(0, len(members), per_row):
-                chunk = members[start : start + per_row]
-                row_contexts.append(list(context))
-                row_candidates.append([responses[i] for i in chunk])
-                order += chunk
-        rows = self.pair_format.encode_rows(self.tokenizer, row_contexts, row_candidates)
-        return rows, np.array(order, dtype=np.int64)
+        owner, distinct = distinct_contexts(contexts)
+        order = np.argsort(owner, kind="stable")  # grouped, groups in order of first appearance
+        chunk = within(np.bincount(owner)) // per_row
+        grouped = owner[order]
+        opens = np.ones(len(order), dtype=bool)
+        opens[1:] = (grouped[1:] != grouped[:-1]) | (chunk[1:] != chunk[:-1])
+        bounds = [*np.flatnonzero(opens).tolist(), len(order)]
+        ordered = [responses[i] for i in order.tolist()]
+        row_contexts = [distinct[group] for group in grouped[bounds[:-1]].tolist()]
+        row_candidates = [ordered[start:end] for start, end in zip(bounds[:-1], bounds[1:])]
+        return self.pair_format.encode_rows(self.tokenizer, row_contexts, row_candidates, text_ids), order
 
     def grouped_features(
         self,
@@ -468,14 +463,17 @@ class Encoder:
         batch_size: int | None = None,
         progress: bool | tqdm | None = None,
         per_row: int = CANDIDATES_PER_ROW,
+        text_ids: TextIds | None = None,
     ) -> np.ndarray:
         """g(c, r) of every pair, in input order, reading each repeated context once per row of
         candidates (:meth:`grouped_rows`): (n, d) float32, the features of :meth:`features` to
         float32 rounding (the batches differ where contexts repeat; identical where none does).
 
         A row holds at most ``min(per_row, batch_size)`` candidates and a batch at most
-        ``batch_size``, so ``batch_size`` bounds the pairs of a forward pass as it does unpacked."""
-        rows, order = self.grouped_rows(contexts, responses, min(per_row, self.pairs_per_batch(batch_size)))
+        ``batch_size``, so ``batch_size`` bounds the pairs of a forward pass as it does unpacked. ``text_ids``: texts
+        already tokenised, to reuse and add to (the scorer's flags read the same)."""
+        per_row = min(per_row, self.pairs_per_batch(batch_size))
+        rows, order = self.grouped_rows(contexts, responses, per_row, text_ids)
         out = np.empty((len(responses), self.dim), dtype=np.float32)
         for index, features in self.iter_row_features(rows, batch_size, progress):
             out[order[index]] = features

@@ -98,7 +98,8 @@ class TextIds:
             self._store(new, ids)
 
     def lengths(self, codes: np.ndarray) -> np.ndarray:
-        """Token counts of tokenised ``codes``: (n,) int64."""
+        """Token counts of ``codes``: (n,) int64, -1 for a text not tokenised."""
+        self._grow(len(self._texts))
         return self._lengths[codes]
 
     def starts(self, codes: np.ndarray) -> np.ndarray:
@@ -125,6 +126,16 @@ def gather(source: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.nd
     total = int(lengths.sum())
     offsets = np.cumsum(lengths) - lengths
     return source[np.repeat(np.asarray(starts, dtype=np.int64) - offsets, lengths) + np.arange(total)]
+
+
+def distinct_contexts(contexts: Sequence[Sequence[str]]) -> tuple[np.ndarray, list[tuple[str, ...]]]:
+    """For each context the index of its distinct list of turns (n,) int64, and those lists in order of first
+    appearance."""
+    index: dict[tuple[str, ...], int] = {}
+    owner = np.fromiter(
+        (index.setdefault(tuple(turns), len(index)) for turns in contexts), dtype=np.int64, count=len(contexts)
+    )
+    return owner, list(index)
 
 
 def within(lengths: np.ndarray) -> np.ndarray:

@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from .packing import PackedRow as PackedRow  # re-exported: rows are built here
-from .packing import PackedRows, TextIds, context_tails, gather, within
+from .packing import PackedRows, TextIds, context_tails, distinct_contexts, gather, within
 
 # The fewest special tokens a pair template adds ([CLS] a [SEP] b [SEP]); the response cap
 # must leave room for them. The tokenizer's real count is checked when encoding.
@@ -272,23 +272,31 @@ class PairFormat:
         """The ids put between two context turns: the turn separator read as the token it names."""
         return tokenizer(self.turn_separator, add_special_tokens=False)["input_ids"]
 
-    def reply_ids(self, tokenizer, responses: Sequence[str]) -> list[list[int]]:
-        """Each reply's token ids as :meth:`encode` reads them, before truncation: ``[]`` for a blank reply."""
-        text_ids = TextIds(tokenizer)
+    def reply_ids(self, tokenizer, responses: Sequence[str], text_ids: TextIds | None = None) -> list[list[int]]:
+        """Each reply's token ids as :meth:`encode` reads them, before truncation: ``[]`` for a blank reply.
+        ``text_ids``: texts already tokenised (:meth:`pack`'s), to reuse."""
+        text_ids = text_ids or TextIds(tokenizer)
         return text_ids.ids(text_ids.encode([response.strip() for response in responses]))
 
-    def truncated(self, tokenizer, contexts: Sequence[Sequence[str]], reply_ids: Sequence[Sequence[int]]) -> list[bool]:
+    def truncated(
+        self,
+        tokenizer,
+        contexts: Sequence[Sequence[str]],
+        reply_ids: Sequence[Sequence[int]],
+        text_ids: TextIds | None = None,
+    ) -> list[bool]:
         """For every pair, whether this format cuts its context or its reply (of token ids ``reply_ids``, from
         :meth:`reply_ids`) to fit: the encoder then reads only part of the pair. Each distinct turn is
-        tokenised once, and only as far back as the encoder could read."""
+        tokenised once (or not again, where ``text_ids`` already holds it), and only as far back as the encoder
+        could read."""
         if not contexts:
             return []
         specials = special_token_layout(tokenizer)
-        text_ids = TextIds(tokenizer)
+        text_ids = text_ids or TextIds(tokenizer)
         reply = np.fromiter(map(len, reply_ids), dtype=np.int64, count=len(reply_ids))
         kept = np.minimum(reply, self.max_response_length)
         budget = self._budgets(specials, kept, self.layout)
-        owner, distinct = _distinct(contexts)
+        owner, distinct = distinct_contexts(contexts)
         separator = text_ids.constant(self.separator_ids(tokenizer))
         tails = context_tails(text_ids, distinct, separator, _most(owner, budget, len(distinct)))
         return ((kept < reply) | (tails.lengths[owner] > budget)).tolist()
@@ -309,7 +317,11 @@ class PairFormat:
         return [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])], packed.cut.tolist()
 
     def encode_rows(
-        self, tokenizer, contexts: Sequence[Sequence[str]], candidates: Sequence[Sequence[str]]
+        self,
+        tokenizer,
+        contexts: Sequence[Sequence[str]],
+        candidates: Sequence[Sequence[str]],
+        text_ids: TextIds | None = None,
     ) -> PackedRows:
         """Encoder rows for each context with its candidates, in this format's layout.
 
@@ -320,11 +332,12 @@ class PairFormat:
         Args:
             contexts: n lists of turns, oldest first.
             candidates: n lists of responses, one list per context.
+            text_ids: texts already tokenised, to reuse and add to (:class:`~density_metric.packing.TextIds`).
 
         Returns:
             The rows in flat arrays (:class:`~density_metric.packing.PackedRows`, a sequence of ``PackedRow``).
         """
-        return self.pack(tokenizer, contexts, candidates).rows
+        return self.pack(tokenizer, contexts, candidates, text_ids=text_ids).rows
 
     def pack(
         self,
@@ -361,7 +374,7 @@ class PairFormat:
         reply = text_ids.lengths(replies)
         kept = np.minimum(reply, self.max_response_length)
         budget = self._budgets(specials, kept, layout)
-        owner, distinct = _distinct(contexts)
+        owner, distinct = distinct_contexts(contexts)
         candidate_owner = np.repeat(owner, sizes)
         if layout == "paper":  # a context reads as far back as its shortest reply lets it
             context_budget = _most(candidate_owner, budget, len(distinct))
@@ -444,15 +457,6 @@ class Packing:
     cut: np.ndarray
     replies: np.ndarray
     text_ids: TextIds
-
-
-def _distinct(contexts: Sequence[Sequence[str]]) -> tuple[np.ndarray, list[tuple[str, ...]]]:
-    """For each context the index of its distinct list of turns, and those lists in order of first appearance."""
-    index: dict[tuple[str, ...], int] = {}
-    owner = np.fromiter(
-        (index.setdefault(tuple(turns), len(index)) for turns in contexts), dtype=np.int64, count=len(contexts)
-    )
-    return owner, list(index)
 
 
 def _most(owner: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:

@@ -63,10 +63,14 @@ def reply_flag(response: str, ids: Sequence[int], unknown_id: int | None) -> str
     return None
 
 
-def row_flags(pair_format, tokenizer, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> list[list[str]]:
-    """The flags of every (context, response) pair, as ``pair_format`` reads it with ``tokenizer``: n lists."""
-    reply_ids = pair_format.reply_ids(tokenizer, responses)
-    cut = pair_format.truncated(tokenizer, contexts, reply_ids)
+def row_flags(
+    pair_format, tokenizer, contexts: Sequence[Sequence[str]], responses: Sequence[str], text_ids=None
+) -> list[list[str]]:
+    """The flags of every (context, response) pair, as ``pair_format`` reads it with ``tokenizer``: n lists.
+    ``text_ids``: the texts the features were encoded from (:class:`~density_metric.packing.TextIds`), so that
+    nothing is tokenised twice."""
+    reply_ids = pair_format.reply_ids(tokenizer, responses, text_ids)
+    cut = pair_format.truncated(tokenizer, contexts, reply_ids, text_ids)
     flags = []
     for response, ids, truncated in zip(responses, reply_ids, cut):
         flag = reply_flag(response, ids, tokenizer.unk_token_id)

@@ -13,6 +13,7 @@ from .checkpoint_sources import resolve_checkpoint
 from .features import PROGRESS_MIN_PAIRS, Encoder
 from .gaussian import calibrate
 from .inputs import as_context, check_dialogues, check_pairs
+from .packing import TextIds
 from .results import DensityResult, score_columns, score_features
 from .row_flags import FLOOR_POLICY, floor_distances, reply_flags, row_flags, warn_flags
 from .version import __version__
@@ -94,14 +95,14 @@ class DensityScorer:
 
     # ------------------------------------------------------------------ pairs
 
-    def features(self, contexts, responses) -> np.ndarray:
+    def features(self, contexts, responses, text_ids: TextIds | None = None) -> np.ndarray:
         """g(c, r) for checked input: (n, d) float32.
 
         Pairs that share a context are scored together (``Encoder.grouped_features``): with a
         shared-context checkpoint each distinct context is read once per 32 of its responses, as in
         :meth:`rank`, with the scores of scoring each pair alone; the paper layout reads every pair.
         """
-        return self.encoder.grouped_features(contexts, responses, self.batch_size, self.progress)
+        return self.encoder.grouped_features(contexts, responses, self.batch_size, self.progress, text_ids=text_ids)
 
     def distances(
         self,
@@ -134,10 +135,12 @@ class DensityScorer:
             flags = reply_flags(self.encoder.pair_format, self.encoder.tokenizer, responses)
         return floor_distances(self.stats.distances(features, rep2), flags, self.stats.quantiles)
 
-    def flags(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> list[list[str]]:
+    def flags(
+        self, contexts: Sequence[Sequence[str]], responses: Sequence[str], text_ids: TextIds | None = None
+    ) -> list[list[str]]:
         """Per checked pair, the flags that say its score means little (``empty``, ``unreadable``,
         ``punctuation``, ``truncated``: :mod:`density_metric.row_flags`): n lists, most of them empty."""
-        return row_flags(self.encoder.pair_format, self.encoder.tokenizer, contexts, responses)
+        return row_flags(self.encoder.pair_format, self.encoder.tokenizer, contexts, responses, text_ids)
 
     def classifier_scores(self, contexts: Sequence, responses: Sequence) -> np.ndarray:
         """The response-selection score f(c, r) = w . g(c, r) + b of a trained checkpoint: (n,) float64.
@@ -230,8 +233,9 @@ class DensityScorer:
     def _score_checked(self, contexts: list[list[str]], responses: list[str]) -> DensityResult:
         """:meth:`score` of pairs that ``check_pairs`` has checked (the ratings too, which need the features),
         without the warning."""
-        features = self.features(contexts, responses) if responses else np.zeros((0, self.encoder.dim))
-        flags = self.flags(contexts, responses) if responses else []
+        text_ids = TextIds(self.encoder.tokenizer)  # the flags read the texts the features were encoded from
+        features = self.features(contexts, responses, text_ids) if responses else np.zeros((0, self.encoder.dim))
+        flags = self.flags(contexts, responses, text_ids) if responses else []
         return self.result(self.distances_of(features, responses, flags), features, flags)
 
     def compare(self, contexts: Sequence, systems: dict[str, Sequence[str]], **options: Any):
@@ -274,8 +278,10 @@ class DensityScorer:
         contexts = [turns[:i] for turns in dialogues for i in range(1, len(turns))]
         responses = [turns[i] for turns in dialogues for i in range(1, len(turns))]
         contexts, responses = check_pairs(contexts, responses)
-        flags = self.flags(contexts, responses)
-        distances = self.distances_of(self.features(contexts, responses), responses, flags)
+        text_ids = TextIds(self.encoder.tokenizer)
+        features = self.features(contexts, responses, text_ids)
+        flags = self.flags(contexts, responses, text_ids)
+        distances = self.distances_of(features, responses, flags)
         warn_flags(flags)
         results, start = [], 0
         for turns in dialogues:
