@@ -268,6 +268,13 @@ class PairFormat:
             out[i] = out[i][: lines[i]] + out[i][start:]
         return out
 
+    def context_lengths(self, tokenizer, contexts: Sequence[Sequence[str]]) -> np.ndarray:
+        """Tokens of each context as the encoder joins them (turns and separators, no template), at most
+        ``max_length``: (n,) int64. Turns further back than ``max_length`` tokens are not tokenised."""
+        text_ids = TextIds(tokenizer)
+        separator = text_ids.constant(self.separator_ids(tokenizer))
+        return np.minimum(context_tails(text_ids, contexts, separator, self.max_length).lengths, self.max_length)
+
     def separator_ids(self, tokenizer) -> list[int]:
         """The ids put between two context turns: the turn separator read as the token it names."""
         return tokenizer(self.turn_separator, add_special_tokens=False)["input_ids"]

@@ -197,3 +197,16 @@ def test_text_ids_give_each_text_one_code_and_its_ids(tokenizer):
         tokenizer("hi there", add_special_tokens=False)["input_ids"],
         tokenizer("[ sep ]", add_special_tokens=False)["input_ids"],
     ]
+
+
+@needs_data
+def test_context_lengths_are_those_of_the_joined_context_capped_at_max_length(tokenizer, dialogues):
+    contexts, _ = every_turn(dialogues[:200])
+    contexts = [*contexts, [], ["", " "], ["word " * 400]]
+    joined = tokenizer(
+        [reference.join_context(turns, "[SEP]", tokenizer) for turns in contexts], add_special_tokens=False
+    )["input_ids"]
+    for length in (256, 32):
+        pair_format = PairFormat(max_length=length, max_response_length=length // 2)
+        expected = [min(len(ids), length) for ids in joined]
+        assert pair_format.context_lengths(tokenizer, contexts).tolist() == expected

@@ -35,7 +35,6 @@ from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
 from density_metric.features import cpu_has_native_bf16
-from density_metric.pair_format import join_context
 
 from .arguments import checkpoint_folder, encoder_folder
 from .config import TrainConfig, check_resumable
@@ -136,9 +135,7 @@ class Trainer(Evaluation):
                     f"--overlap-rows: no training gold shares {OVERLAP_MIN:.0%} of its words with its last turn"
                 )
         if config.length_buckets:
-            joined = [join_context(turns, config.pair_format.turn_separator) for turns in train.contexts]
-            tokens = self.tokenizer(joined, add_special_tokens=False, verbose=False)["input_ids"]
-            self.context_lengths = np.minimum([len(ids) for ids in tokens], config.pair_format.max_length)
+            self.context_lengths = config.pair_format.context_lengths(self.tokenizer, train.contexts)
         optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         self.steps_per_epoch = self._steps_per_epoch()
         self.scheduler = get_linear_schedule_with_warmup(
