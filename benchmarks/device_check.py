@@ -607,6 +607,7 @@ def main(argv: list[str] | None = None) -> int:
     faulthandler.cancel_dump_traceback_later()
     report["finished"] = True
     check.save()
+    print(json.dumps(report, indent=1))  # last, for a reply that carries only the end of the output
     failed = missing or any(section["status"].startswith("failed") for section in report["sections"].values())
     return 1 if failed else 0
 

@@ -150,11 +150,21 @@ def test_a_deadline_too_short_for_any_work_skips_the_sections_and_exits_0(tmp_pa
     assert not list(out.glob(f"{WEIGHTS}.part*"))
 
 
-def test_a_run_stopped_by_its_guard_is_fitted_from_its_last_state_and_comes_back(rehearsal, tmp_path):
+def test_a_run_stopped_by_its_guard_is_fitted_from_its_last_state_and_comes_back(
+    rehearsal, tmp_path, tiny_shared_checkpoint
+):
     from benchmarks.device_check import Check, parse_args, training
 
-    data, checkpoint = rehearsal[2].parent / "data", json.loads((rehearsal[1] / REPORT).read_text())["command"][5]
-    argv = ["--tiny", "--checkpoint", checkpoint, "--data-dir", str(data), "--out", str(tmp_path / "out")]
+    data = rehearsal[2].parent / "data"  # the rehearsal's dialogues
+    argv = [
+        "--tiny",
+        "--checkpoint",
+        str(tiny_shared_checkpoint),
+        "--data-dir",
+        str(data),
+        "--out",
+        str(tmp_path / "out"),
+    ]
     args = parse_args([*argv, "--train-minutes", "0.00001"])  # stops after its first step, before the fit
     args.out.mkdir()
     check = Check(args, time.monotonic(), {"sections": {"train_speed": {}}}, tmp_path)
