@@ -34,7 +34,10 @@ class DensityScorer:
             depend on the batch), ``"float32"``, ``"bfloat16"`` (about 2x faster on a CPU with native bf16,
             scores within a few 1e-2 relative across batchings; ``benchmarks/speed_cpu_release.json``) or ``"float16"``
             (CUDA only).
-        batch_size: pairs per forward pass.
+        batch_size: most pairs per forward pass; ``None`` (the default): 64 on CPU, and on CUDA as many as
+            ``max_tokens`` allows.
+        max_tokens: most padded tokens per forward pass (rows x longest row); ``None``: 1,024 on CPU (larger
+            batches of long pairs ran slower there), 16,384 on CUDA (:mod:`density_metric.features`).
         max_length: most tokens per pair (default: the checkpoint's; 256 for the bundled one). Longer input
             loses its oldest context tokens first.
         progress: progress bar: ``None`` shows it for 1,024 pairs or more; a caller's own tqdm bar is
@@ -53,13 +56,16 @@ class DensityScorer:
         *,
         device: str | None = "auto",
         dtype: str | None = "auto",
-        batch_size: int = 64,
+        batch_size: int | None = None,
+        max_tokens: int | None = None,
         max_length: int | None = None,
         progress: bool | None = None,
         cache_dir: str | None = None,
         local_files_only: bool | None = None,
     ):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+        if batch_size is not None and (
+            isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1
+        ):
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, numbers.Integral)):
             raise ValueError(f"max_length must be an integer number of tokens or None, got {max_length!r}")
@@ -72,9 +78,10 @@ class DensityScorer:
             device=device,
             dtype=dtype,
             max_length=max_length,
+            max_tokens=max_tokens,
         )
         self.stats = self.checkpoint.stats
-        self.batch_size = int(batch_size)
+        self.batch_size = None if batch_size is None else int(batch_size)
         self.progress = progress
 
     @property

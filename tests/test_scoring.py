@@ -263,3 +263,24 @@ def test_score_dataset_shows_its_progress_bar_when_asked(tiny_checkpoint, capsys
     score_a_dataset(tiny_checkpoint, 6, progress=True)
     assert "DEnsity" in capsys.readouterr().err
     assert not datasets.are_progress_bars_disabled()  # the global switch is left as it was
+
+
+def test_token_budget_and_pair_cap_do_not_change_float32_scores(tiny_scorer):
+    """Batches by a token budget (max_tokens) or by pairs (batch_size) read the same pairs: the scores agree to
+    float32 rounding, against the scorer's defaults."""
+    from density_metric.features import CPU_BATCH_SIZE, CPU_MAX_TOKENS
+
+    contexts, responses = synthetic_pairs(70, seed=46)
+    reference = tiny_scorer.score(contexts, responses).scores
+    assert tiny_scorer.encoder.pairs_per_batch(None) == CPU_BATCH_SIZE  # the default where none is given
+    assert tiny_scorer.encoder.max_tokens == CPU_MAX_TOKENS
+    for batch_size, max_tokens in ((1, 10_000), (1000, 40), (None, 200)):
+        tiny_scorer.batch_size, tiny_scorer.encoder.max_tokens = batch_size, max_tokens
+        try:
+            np.testing.assert_allclose(tiny_scorer.score(contexts, responses).scores, reference, rtol=1e-5)
+        finally:
+            tiny_scorer.batch_size, tiny_scorer.encoder.max_tokens = 8, CPU_MAX_TOKENS
+    with pytest.raises(ValueError, match="max_tokens must be a positive integer"):
+        from density_metric.features import Encoder
+
+        Encoder(tiny_scorer.encoder.model, tiny_scorer.encoder.tokenizer, tiny_scorer.encoder.pair_format, max_tokens=0)
