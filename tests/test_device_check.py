@@ -14,7 +14,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.device_check import PART_BYTES, REPORT, RETURNED_FILES, SECTIONS, SUMS, WEIGHTS, main, reassemble
+from benchmarks.device_check import (
+    PART_BYTES,
+    REPORT,
+    RETURNED_FILES,
+    SCALES,
+    SECTIONS,
+    SUMS,
+    WEIGHTS,
+    main,
+    reassemble,
+)
 
 from .tiny import WORDS
 
@@ -46,10 +56,11 @@ def device_check(tmp_path: Path, checkpoint, deadline_s: float) -> tuple[subproc
 
 
 @pytest.fixture(scope="module")
-def rehearsal(tmp_path_factory, tiny_shared_checkpoint):
-    """One whole rehearsal: its process, --out and --work."""
+def rehearsal(tmp_path_factory, tiny_mean_pooled_checkpoint):
+    """One whole rehearsal, with a checkpoint in the bundled one's format (shared context, mean pooling): its
+    process, --out and --work."""
     tmp_path = tmp_path_factory.mktemp("rehearsal")
-    completed, out = device_check(tmp_path, tiny_shared_checkpoint, deadline_s=120)
+    completed, out = device_check(tmp_path, tiny_mean_pooled_checkpoint, deadline_s=120)
     return completed, out, tmp_path / "work"
 
 
@@ -64,10 +75,13 @@ def test_every_section_is_measured_and_the_command_exits_0(rehearsal):
 
 
 def test_the_report_holds_each_sections_numbers(rehearsal):
+    import torch
+
     sections = json.loads((rehearsal[1] / REPORT).read_text())["sections"]
-    assert sections["versions"]["packages"]["torch"] and sections["versions"]["cuda_available"] is False
+    assert sections["versions"]["packages"]["torch"] == torch.__version__
+    assert sections["versions"]["cuda_available"] is torch.cuda.is_available()
     speed = sections["scoring_speed"]
-    assert speed["pairs"] == 48 and speed["naive_pairs"] == 8
+    assert speed["pairs"] == SCALES["pairs"][1] and speed["naive_pairs"] == SCALES["naive_pairs"][1]
     assert {"naive per-pair loop, float32", "float32", "bfloat16"} <= set(speed["pairs_per_s"])
     if isinstance(speed["token_budgets"], list):  # DensityScorer takes max_tokens: each budget in both dtypes
         assert len(speed["pairs_per_s"]) == 3 + 2 * len(speed["token_budgets"])
@@ -76,9 +90,11 @@ def test_the_report_holds_each_sections_numbers(rehearsal):
     for dtype in ("float32", "bfloat16"):
         invariance = sections["batch_invariance"][dtype]
         assert invariance["pairs"] >= 8 and set(invariance["max_rel_diff"]) >= {"batch_size_1", "reversed"}
-    assert sections["train_speed"]["seconds_per_step"] > 0 and sections["train_speed"]["timed_steps"] == 2
+    assert sections["train_speed"]["seconds_per_step"] > 0
+    assert sections["train_speed"]["timed_steps"] == SCALES["speed_steps"][1]
     training = sections["training"]
-    assert training["train"]["exit_code"] == 0 and training["steps_taken"] == training["steps_planned"] == 4
+    assert training["train"]["exit_code"] == 0
+    assert training["steps_taken"] == training["steps_planned"] == SCALES["train_steps"][1]
     assert "fit" in training["train"]["printed"]  # the train command's report: its Gaussian was fitted
 
 
@@ -139,8 +155,8 @@ def test_a_damaged_part_is_named(rehearsal, tmp_path):
     assert not (tmp_path / "rebuilt").exists()
 
 
-def test_a_deadline_too_short_for_any_work_skips_the_sections_and_exits_0(tmp_path, tiny_shared_checkpoint):
-    completed, out = device_check(tmp_path, tiny_shared_checkpoint, deadline_s=1)
+def test_a_deadline_too_short_for_any_work_skips_the_sections_and_exits_0(tmp_path, tiny_mean_pooled_checkpoint):
+    completed, out = device_check(tmp_path, tiny_mean_pooled_checkpoint, deadline_s=1)
     assert completed.returncode == 0, completed.stderr[-3000:]
     report = json.loads((out / REPORT).read_text())
     assert report["finished"]
@@ -151,7 +167,7 @@ def test_a_deadline_too_short_for_any_work_skips_the_sections_and_exits_0(tmp_pa
 
 
 def test_a_run_stopped_by_its_guard_is_fitted_from_its_last_state_and_comes_back(
-    rehearsal, tmp_path, tiny_shared_checkpoint
+    rehearsal, tmp_path, tiny_mean_pooled_checkpoint
 ):
     from benchmarks.device_check import Check, parse_args, training
 
@@ -159,7 +175,7 @@ def test_a_run_stopped_by_its_guard_is_fitted_from_its_last_state_and_comes_back
     argv = [
         "--tiny",
         "--checkpoint",
-        str(tiny_shared_checkpoint),
+        str(tiny_mean_pooled_checkpoint),
         "--data-dir",
         str(data),
         "--out",
