@@ -1,7 +1,7 @@
 """One command for a lent GPU machine: what to measure there, in order, inside its own deadline.
 
     python3 -m benchmarks.device_check --out "$OUT" --data-dir .carry/data --deadline-s 480
-    python3 -m benchmarks.device_check reassemble FILES_AT CHECKPOINT_PARENT
+    python3 -m benchmarks.device_check reassemble FILES_AT INTO
 
 Sections, cheap and important first (:data:`SECTIONS`):
 
@@ -385,8 +385,6 @@ def training(check: Check, result: dict, ends: float) -> None:
     60 % (or --train-minutes); then its Gaussian, fitted on --fit-pairs training pairs with the float16 weights. If the run stopped
     before writing its checkpoint, its last state is fitted with ``python -m train fit``. The weights come back in
     parts (:func:`pack_weights`), the run's log and the checkpoint's other files in training.tar.gz."""
-    from dataclasses import fields
-
     from density_metric.checkpoint_format import CONFIG_FILE, DensityConfig
     from density_metric.checkpoint_sources import resolve_checkpoint
     from train.config import flag_of
@@ -409,7 +407,7 @@ def training(check: Check, result: dict, ends: float) -> None:
         fit += ["--data-dir", str(Path(args.data_dir) / "dailydialog"), "--limit", str(args.fit_pairs)]
         fit += [
             text
-            for field in fields(pair_format)
+            for field in dataclasses.fields(pair_format)
             for text in (flag_of(field.name), str(getattr(pair_format, field.name)))
         ]
         result["fit_of_last_state"] = run_train(fit, run, "fit", ends - time.monotonic() - reserve)

@@ -4,6 +4,7 @@ with a tiny random checkpoint, DailyDialog-format dialogues of the tiny vocabula
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -43,14 +44,16 @@ def write_dailydialog(folder: Path) -> None:
         (folder / f"dialogues_{split}.txt").write_text("".join(lines), encoding="utf-8")
 
 
-def device_check(tmp_path: Path, checkpoint, deadline_s: float) -> tuple[subprocess.CompletedProcess, Path]:
+def device_check(
+    tmp_path: Path, checkpoint, deadline_s: float, env: dict | None = None
+) -> tuple[subprocess.CompletedProcess, Path]:
     """``python -m benchmarks.device_check --tiny`` as a lent machine would run it; its process and --out."""
     write_dailydialog(tmp_path / "data" / "dailydialog")
     out = tmp_path / "out"
     command = [sys.executable, "-m", "benchmarks.device_check", "--tiny", "--checkpoint", str(checkpoint)]
     command += ["--data-dir", str(tmp_path / "data"), "--out", str(out), "--work", str(tmp_path / "work")]
     completed = subprocess.run(
-        [*command, "--deadline-s", str(deadline_s)], cwd=ROOT, capture_output=True, text=True, timeout=180
+        [*command, "--deadline-s", str(deadline_s)], cwd=ROOT, capture_output=True, text=True, timeout=180, env=env
     )
     return completed, out
 
@@ -189,3 +192,19 @@ def test_a_run_stopped_by_its_guard_is_fitted_from_its_last_state_and_comes_back
     assert result["train"]["printed"]["stopped"]["global_step"] == result["steps_taken"] == 1
     assert result["fit_of_last_state"]["exit_code"] == 0 and result["weights"]["parts"] == 1
     assert reassemble(args.out, tmp_path / "rebuilt").is_file()
+
+
+def test_a_package_that_does_not_import_is_named_on_one_line_and_no_section_runs(tmp_path, tiny_mean_pooled_checkpoint):
+    broken = tmp_path / "broken" / "datasets"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("import dill_that_is_not_there\n")
+    env = {**os.environ, "PYTHONPATH": str(broken.parent)}
+    completed, out = device_check(tmp_path, tiny_mean_pooled_checkpoint, deadline_s=60, env=env)
+    assert completed.returncode == 1
+    lines = [line for line in completed.stderr.splitlines() if "missing package " in line]
+    assert len(lines) == 1 and lines[0].endswith(
+        "missing package datasets: ModuleNotFoundError: No module named 'dill_that_is_not_there'"
+    )
+    report = json.loads((out / REPORT).read_text())
+    assert report["finished"] and len(report["missing_packages"]) == 1
+    assert {section["status"] for section in report["sections"].values()} == {"skipped: missing packages datasets"}
