@@ -15,6 +15,7 @@ from .checkpoint_format import CHECKPOINT_FILES, Checkpoint, CheckpointError, lo
 logger = logging.getLogger(__name__)
 
 BUNDLED_DIR = Path(__file__).resolve().parent / "default"
+BUNDLED = "bundled"  # the checkpoint's name on the command line, and the prefix of its source in signatures
 
 
 def resolve_checkpoint(
@@ -27,16 +28,15 @@ def resolve_checkpoint(
     """Find and load a checkpoint: a local directory, else a Hub repo id, else the bundled default.
 
     Args:
-        checkpoint: ``None`` or ``"default"`` for the bundled default; a directory; or a
-            Hub model repo id such as ``"org/density-dailydialog"``.
+        checkpoint: ``None``, ``"bundled"`` or ``"default"`` for the bundled default (also
+            ``"bundled:<its name>"``, as its signature names it); a directory; or a Hub model repo id
+            such as ``"org/density-dailydialog"``. These names come before a directory of that name.
         revision: Hub branch, tag or (best) commit hash. Ignored for directories.
         cache_dir: Hub cache to use instead of ``HF_HUB_CACHE``.
         local_files_only: only read the Hub cache. ``HF_HUB_OFFLINE=1`` does the same.
     """
-    if checkpoint is None or str(checkpoint) == "default":
-        loaded = load_checkpoint(BUNDLED_DIR)
-        loaded.source = f"bundled:{loaded.config.name or 'default'}"
-        return loaded
+    if checkpoint is None or str(checkpoint) in ("default", BUNDLED) or str(checkpoint).startswith(f"{BUNDLED}:"):
+        return _load_bundled(None if checkpoint is None else str(checkpoint))
     path = Path(checkpoint)
     if path.is_dir():
         return load_checkpoint(checkpoint)
@@ -48,6 +48,18 @@ def resolve_checkpoint(
             f"checkpoint {str(checkpoint)!r} is neither a local directory nor a valid Hub repo id: no such directory"
         )
     return _load_from_hub(str(checkpoint), revision, cache_dir, bool(local_files_only))
+
+
+def _load_bundled(name: str | None) -> Checkpoint:
+    """The bundled checkpoint, for ``name`` None, ``"default"``, ``"bundled"`` or ``"bundled:<its name>"``."""
+    loaded = load_checkpoint(BUNDLED_DIR)
+    loaded.source = f"{BUNDLED}:{loaded.config.name or 'default'}"
+    if name is not None and ":" in name and name != loaded.source:
+        raise ValueError(
+            f"checkpoint {name!r} is not bundled: the bundled checkpoint is {loaded.source.partition(':')[2]!r} "
+            f"(checkpoint {BUNDLED!r} or {loaded.source!r})"
+        )
+    return loaded
 
 
 def is_repo_id(value: str) -> bool:
