@@ -93,7 +93,7 @@ SCALES = {
     "pairs": (0, 32),  # 0: every DailyDialog test pair (6,740)
     "naive_pairs": (256, 8),
     "repeats": (2, 1),
-    "token_budgets": ("4096,16384,65536", "256,1024"),
+    "token_budgets": ("4096,32768,65536", "256,1024"),  # beside the default (16,384 on CUDA, 1,024 on CPU)
     "invariance_pairs": (1000, 8),
     "speed_steps": (10, 2),
     "train_steps": (400, 4),
