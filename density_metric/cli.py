@@ -1,5 +1,6 @@
-"""Command line: ``python -m density_metric score INPUT -o OUTPUT``, ``compare A B [C ...]`` (its tables
-and statistics: :mod:`density_metric.compare_systems`) and ``install``.
+"""Command line: ``python -m density_metric score INPUT -o OUTPUT`` (``-`` for standard input or output; or
+``--contexts FILE --responses FILE``, line-aligned text), ``compare A B [C ...]`` (its tables and statistics:
+:mod:`density_metric.compare_systems`) and ``install``.
 
 Arguments, the torchrun start-up (one process group, one device per rank) and messages live here;
 tables are read, checked, scored and written by :mod:`density_metric.tables`. A problem with the
@@ -10,7 +11,9 @@ exit code 130.
 What is on disk: OUTPUT is written whole or not at all (``tables.write_records``): to a temporary
 file beside it, renamed over it when complete. Every option (the checkpoint, the device, the dtype
 for that device, the lengths) and the output path are checked before any scoring, and an earlier
-OUTPUT is never removed up front: a run that fails or is stopped leaves it as it was.
+OUTPUT is never removed up front: a run that fails or is stopped leaves it as it was. No output replaces an input:
+OUTPUT is never an input file, an --output-field column never an input column (but an earlier score of that field),
+and ``compare --json`` never a system file or any existing file but an earlier report.
 """
 
 from __future__ import annotations
@@ -20,26 +23,44 @@ import functools
 import json
 import logging
 import os
+import shutil
 import sys
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from .compare_systems import compare_tables, read_system
 from .errors import fail, read_or_fail
-from .outputs import check_output_path, output_target, temporary_path
-from .row_flags import warn_flags
-from .significance import DEFAULT_RESAMPLES, DEFAULT_SEED, DEFAULT_TRIALS, TESTS
+from .outputs import check_output_path, output_target, same_file, temporary_path
+from .row_flags import FLOORED, warn_flags
+from .significance import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    DEFAULT_TRIALS,
+    TESTS,
+    bootstrap_indices,
+    percentile_ci,
+    resampled_means,
+)
 from .tables import (
     FORMATS,
+    STDIN,
+    Table,
+    arrow_table,
     check_writable,
     output_columns,
     raise_for_bad_rows,
     raise_for_missing_column,
+    read_lines,
     read_table,
     score_rows,
+    source_name,
     table_format,
+    text_pairs,
     unify_contexts,
     write_records,
 )
@@ -49,6 +70,8 @@ logger = logging.getLogger("density_metric")
 CONTEXT_FIELD_HELP = "column with the context: a list of turns, oldest first, or a string (default: context)"
 RESPONSE_FIELD_HELP = "column with the response to score, a string (default: response)"
 DEVICE_HELP = "auto (default: CUDA if present, else CPU), cpu, cuda or cuda:N"
+CHECKPOINT_HELP = "bundled (the default), a local directory or a Hub repo id"
+REPORT_MAX_BYTES = 64 << 20  # a compare --json report is far smaller: a larger file is no report
 DTYPE_HELP = (
     "auto (default): float32 on CPU, where a score does not depend on its batch; bfloat16 on CUDA. float16 needs CUDA"
 )
@@ -60,6 +83,19 @@ def _format(path: Path, given: str | None, flag: str) -> str:
         return table_format(path, given)
     except ValueError as err:
         fail(f"{err}; use {flag} jsonl|csv|parquet")
+
+
+def check_device(device: str) -> None:
+    """An ``error:`` exit, before any file is touched, for a --device that this torch cannot score on here:
+    scoring runs on CPU or CUDA (mps, xla or meta may parse as torch devices, and fail later with a traceback)."""
+    from .features import resolve_device
+
+    try:
+        kind = resolve_device(device).type
+    except ValueError as err:
+        fail(f"--device {device!r}: {err}")
+    if kind not in ("cpu", "cuda"):
+        fail(f"--device {device!r}: density-metric scores on cpu or cuda, not {kind}; use auto, cpu, cuda or cuda:N")
 
 
 def _positive_int(text: str) -> int:
@@ -82,34 +118,110 @@ def score_command(args: argparse.Namespace) -> int:
         return 130
 
 
+def _score_sources(args: argparse.Namespace) -> list[Path]:
+    """The files score reads: INPUT, or --contexts and --responses; an ``error:`` exit for any other mix."""
+    texts = [path for path in (args.contexts, args.responses) if path is not None]
+    if args.input is not None and texts:
+        fail("give INPUT or --contexts and --responses, not both")
+    if args.input is not None:
+        return [args.input]
+    if len(texts) < 2:
+        fail("give INPUT (a table), or --contexts FILE and --responses FILE (plain text, one row a line)")
+    if args.format:
+        fail("--format is INPUT's; --contexts and --responses are plain text, one row a line")
+    return texts
+
+
+def _check_output(args: argparse.Namespace, sources: Sequence[Path]) -> None:
+    """Refuse an empty --output-field, and an OUTPUT that is an input file: before anything is read."""
+    if not args.output_field.strip():
+        fail(f"--output-field {args.output_field!r} is empty; name the score column, e.g. --output-field density")
+    for source in sources:
+        if STDIN not in (str(args.output), str(source)) and same_file(args.output, source):
+            fail(f"-o {args.output}: is the input file {source}; write the scores to a new file")
+
+
+def _check_output_columns(args: argparse.Namespace, input_columns: Sequence[str], added: Sequence[str]) -> None:
+    """Refuse an --output-field whose columns (``added``) an input column has, unless they hold an earlier score
+    of that field (the input has FIELD and FIELD_signature, as score writes them), which a new run replaces."""
+    field = args.output_field
+    earlier_score = {field, f"{field}_signature"} <= set(input_columns)
+    for column in added:
+        if column in input_columns and (not earlier_score or column in (args.context_field, args.response_field)):
+            fail(f"--output-field {field}: would replace the input column {column!r}; choose another name")
+
+
+def _read_input(args: argparse.Namespace, sources: Sequence[Path]) -> Table:
+    """INPUT's table (standard input for ``-``), or the table of --contexts and --responses; an ``error:`` exit
+    naming the file for what cannot be read."""
+    fields = {
+        "context_field": args.context_field,
+        "response_field": args.response_field,
+        "context_sep": args.context_sep,
+    }
+    if args.input is None:
+        contexts, responses = (read_or_fail(path, read_lines) for path in sources)
+        try:
+            return text_pairs(sources[0], contexts, sources[1], responses, **fields)
+        except ValueError as err:
+            fail(str(err))
+    if str(args.input) == STDIN:
+        try:
+            return read_table(STDIN, args.format, **fields)
+        except ValueError as err:
+            fail(str(err))
+    # The format is asked for after read_or_fail's directory and existence checks.
+    return read_or_fail(args.input, lambda path: read_table(path, _format(path, args.format, "--format"), **fields))
+
+
+def _write(output: Path, fmt: str, records: list[dict[str, Any]], columns: list[str]) -> None:
+    """``write_records``; for ``-o -``, the same bytes to standard output, once the whole table is written."""
+    if str(output) != STDIN:
+        write_records(output, fmt, records, columns=columns)
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"scored.{fmt}"
+        write_records(path, fmt, records, columns=columns)
+        with open(path, "rb") as handle:
+            shutil.copyfileobj(handle, sys.stdout.buffer)
+    sys.stdout.buffer.flush()
+
+
+def system_score(field: str, scores: np.ndarray, flags: Sequence[Sequence[str]]) -> str:
+    """One line: the mean of the rows' scores, (n,) float64, and its 95 % bootstrap percentile interval, by the
+    bootstrap of ``compare`` (:mod:`density_metric.significance`: its resamples and seed). Floored rows count."""
+    lower, upper = percentile_ci(resampled_means(scores[:, None], bootstrap_indices(len(scores))))[0]
+    floored = sum(1 for row in flags if FLOORED.intersection(row))
+    return (
+        f"{field}: mean {scores.mean():.4f}, 95% CI [{lower:.4f}, {upper:.4f}] over n={len(scores)} rows "
+        f"(bootstrap percentile interval, {DEFAULT_RESAMPLES} resamples, seed {DEFAULT_SEED}; "
+        f"{floored} floored rows included)"
+    )
+
+
 def _score(args: argparse.Namespace) -> int:
-    out_fmt = _format(args.output, args.output_format, "--output-format")
-
-    def read(path: Path):
-        in_fmt = _format(path, args.format, "--format")  # after read_or_fail's directory and existence checks
-        return read_table(
-            path,
-            in_fmt,
-            context_field=args.context_field,
-            response_field=args.response_field,
-            context_sep=args.context_sep,
-        )
-
-    table = read_or_fail(args.input, read)
+    sources = _score_sources(args)
+    _check_output(args, sources)
+    to_stdout = str(args.output) == STDIN
+    out_fmt = (
+        (args.output_format or "jsonl") if to_stdout else _format(args.output, args.output_format, "--output-format")
+    )
+    name = source_name(args.input) if args.input is not None else f"{args.contexts} and {args.responses}"
+    table = _read_input(args, sources)
     rows = table.rows
     for field, flag in ((args.context_field, "--context-field"), (args.response_field, "--response-field")):
         try:  # a wrong field name, not rows to skip one by one
-            raise_for_missing_column(args.input, table, field)
+            raise_for_missing_column(name, table, field)
         except ValueError as err:
             fail(f"{err}; name the column with {flag}")
     if args.on_error == "raise":
         try:
-            raise_for_bad_rows(args.input, rows)
+            raise_for_bad_rows(name, rows)
         except ValueError as err:
             fail(f"{err}; --on-error skip scores the others and marks these")
     bad = [row for row in rows if row.error]
     if rows and len(bad) == len(rows):  # --on-error skip: a run that could score nothing does not succeed
-        fail(f"{args.input}: none of its {len(rows)} rows can be scored (the first, {bad[0].where}: {bad[0].error})")
+        fail(f"{name}: none of its {len(rows)} rows can be scored (the first, {bad[0].where}: {bad[0].error})")
     error_column = args.on_error == "skip"
     records = [row.record for row in rows]
 
@@ -141,11 +253,15 @@ def _score(args: argparse.Namespace) -> int:
         fail(str(err))
     rating_column = scorer.checkpoint.rating is not None
     columns = output_columns(table.columns, args.output_field, error_column=error_column, rating_column=rating_column)
+    _check_output_columns(args, table.columns, output_columns((), args.output_field, error_column, rating_column))
     if rank == 0:  # after the options' checks (the scorer's), so that a bad option leaves no trace on disk
         if out_fmt == "parquet":
             unify_contexts(rows, args.context_field)
-        try:
-            check_writable(args.output, out_fmt, records, columns)  # before any scoring time is spent
+        try:  # before any scoring time is spent
+            if not to_stdout:
+                check_writable(args.output, out_fmt, records, columns)
+            elif out_fmt == "parquet":
+                arrow_table(records, columns)  # check_writable's own check of the values, for standard output
         except ValueError as err:
             fail(str(err))
 
@@ -174,17 +290,23 @@ def _score(args: argparse.Namespace) -> int:
         dist.destroy_process_group()
     if rank != 0:
         return 0
-    good = len(rows) - len(bad)
+    good = [row.record for row in rows if not row.error]
     try:
-        write_records(args.output, out_fmt, records, columns=columns)
+        _write(args.output, out_fmt, records, columns)
     except (ValueError, OSError) as err:
         fail(f"cannot write {args.output}: {err}")
     for row in bad:
-        logger.warning("skipped %s, %s: %s", args.input, row.where, row.error)
-    warn_flags(row.record[f"{args.output_field}_flags"] for row in rows if not row.error)
+        logger.warning("skipped %s, %s: %s", name, row.where, row.error)
+    field = args.output_field
+    warn_flags(record[f"{field}_flags"] for record in good)
+    written = "<stdout>" if to_stdout else args.output
     logger.info(
-        "scored %d of %d rows (%d skipped) -> %s | %s", good, len(rows), len(bad), args.output, scorer.signature
+        "scored %d of %d rows (%d skipped) -> %s | %s", len(good), len(rows), len(bad), written, scorer.signature
     )
+    if good:  # after the output is written: nothing here can cost it
+        scores = np.array([record[field] for record in good], dtype=np.float64)
+        line = system_score(field, scores, [record[f"{field}_flags"] for record in good])
+        print(line, file=sys.stderr if to_stdout else sys.stdout)
     return 0
 
 
@@ -199,7 +321,11 @@ def compare_command(args: argparse.Namespace) -> int:
         fail(f"--names gives {len(names)} names for {len(args.systems)} system files")
     if args.names and len(set(names)) != len(names):
         fail(f"--names gives {next(name for name in names if names.count(name) > 1)!r} twice")
+    system_names = [name or path.stem for name, path in zip(names, args.systems)]  # read_system's names
+    if args.baseline is not None and args.baseline not in system_names:
+        fail(f"--baseline {args.baseline!r} is none of the systems ({', '.join(map(repr, system_names))})")
     if args.json:
+        _check_report_path(args.json, args.systems)
         try:  # as score checks OUTPUT: before any file is read or scored, not after the report
             check_output_path(args.json)
         except ValueError as err:
@@ -229,9 +355,17 @@ def compare_command(args: argparse.Namespace) -> int:
             progress=False,
         )
 
+    # --baseline only when given, so that compare runs before compare_tables takes the keyword too.
+    baseline = {} if args.baseline is None else {"baseline": args.baseline}
     try:
         result, _ = compare_tables(
-            systems, scorer_factory, test=args.test, resamples=args.resamples, trials=args.trials, seed=args.seed
+            systems,
+            scorer_factory,
+            test=args.test,
+            resamples=args.resamples,
+            trials=args.trials,
+            seed=args.seed,
+            **baseline,
         )
     except (ValueError, OSError) as err:  # CheckpointError is a ValueError; OSError: Hub and file errors
         fail(str(err))
@@ -243,6 +377,32 @@ def compare_command(args: argparse.Namespace) -> int:
             fail(f"cannot write {args.json}: {err.strerror or err}")
         logger.info("wrote %s", args.json)
     return 0
+
+
+def _check_report_path(path: Path, systems: Sequence[Path]) -> None:
+    """Refuse a --json path that is a system file, or an existing file that is no earlier report: ``compare
+    --json a.jsonl b.jsonl c.jsonl`` makes argparse take a.jsonl, a system file, as the report's path."""
+    for system in systems:
+        if same_file(path, system):
+            fail(f"--json {path}: is the system file {system}; write the report to a new file")
+    if path.is_file() and not _is_report(path):
+        fail(
+            f"--json {path}: exists and is not a compare report, so it is not replaced (a system file given "
+            "after --json? --json takes the path that follows it; put it after the system files)"
+        )
+
+
+def _is_report(path: Path) -> bool:
+    """Whether ``path`` is empty or holds a report that ``--json`` writes (a JSON object with systems and pairs)."""
+    if path.stat().st_size == 0:
+        return True
+    if path.stat().st_size > REPORT_MAX_BYTES:
+        return False
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return False
+    return isinstance(report, dict) and {"systems", "pairs"} <= set(report)
 
 
 def write_json(path: Path, value: dict[str, Any]) -> None:
@@ -267,7 +427,19 @@ def add_compare_command(commands, positive_int) -> None:
     )
     parser.add_argument("systems", nargs="+", type=Path, metavar="SYSTEM", help="a JSONL, CSV or parquet table")
     parser.add_argument("--names", default=None, help="comma-separated system names (default: the file stems)")
-    parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write the results as JSON")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        metavar="OUT",
+        help="also write the results as JSON (never over a system file, nor over a file that is no earlier report)",
+    )
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        metavar="NAME",
+        help="test each system against this one only (Holm-corrected), not every pair (default: every pair)",
+    )
     parser.add_argument(
         "--score-field",
         default="density",
@@ -287,7 +459,7 @@ def add_compare_command(commands, positive_int) -> None:
     parser.add_argument("--context-field", default="context", help=CONTEXT_FIELD_HELP)
     parser.add_argument("--response-field", default="response", help=RESPONSE_FIELD_HELP)
     parser.add_argument("--context-sep", default=None, metavar="SEP", help="split string contexts into turns on SEP")
-    parser.add_argument("--checkpoint", default=None, help="local directory or Hub repo id (default: bundled)")
+    parser.add_argument("--checkpoint", default=None, help=CHECKPOINT_HELP)
     parser.add_argument("--revision", default=None, help="Hub revision; a commit hash pins the scores")
     parser.add_argument("--device", default="auto", help=DEVICE_HELP)
     parser.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"), help=DTYPE_HELP)
@@ -315,18 +487,40 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     score = commands.add_parser("score", help="score a JSONL, CSV or parquet file of (context, response) rows")
-    score.add_argument("input", type=Path, help="the JSONL, CSV or parquet file of (context, response) rows to score")
+    score.add_argument(
+        "input",
+        type=Path,
+        nargs="?",
+        metavar="INPUT",
+        help="the JSONL, CSV or parquet file of (context, response) rows to score; - reads standard input",
+    )
+    score.add_argument(
+        "--contexts",
+        type=Path,
+        metavar="FILE",
+        help="instead of INPUT: plain text, one context a line (its turns split on --context-sep), with --responses",
+    )
+    score.add_argument(
+        "--responses", type=Path, metavar="FILE", help="plain text, one response a line, line-aligned with --contexts"
+    )
     score.add_argument(
         "-o",
         "--output",
         type=Path,
         required=True,
-        help="the scored table; replaced only once complete (an earlier file stays as it was if the run fails)",
+        help="the scored table, never the input; replaced only once complete (an earlier file stays as it was if "
+        "the run fails); - writes to standard output",
     )
     score.add_argument(
-        "--format", choices=sorted(set(FORMATS.values())), help="input format (default: from the extension)"
+        "--format",
+        choices=sorted(set(FORMATS.values())),
+        help="input format (default: from the extension; jsonl for standard input)",
     )
-    score.add_argument("--output-format", choices=sorted(set(FORMATS.values())), help="default: from the extension")
+    score.add_argument(
+        "--output-format",
+        choices=sorted(set(FORMATS.values())),
+        help="default: from the extension; jsonl for standard output",
+    )
     score.add_argument("--context-field", default="context", help=CONTEXT_FIELD_HELP)
     score.add_argument("--response-field", default="response", help=RESPONSE_FIELD_HELP)
     score.add_argument(
@@ -338,7 +532,8 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     score.add_argument(
         "--output-field",
         default="density",
-        help="adds FIELD and FIELD_calibrated, and FIELD_rating for a checkpoint with a rating head (default: density)",
+        help="adds FIELD, FIELD_calibrated, FIELD_flags, FIELD_signature (and FIELD_rating for a checkpoint with a "
+        "rating head), none of them an input column unless it holds an earlier score (default: density)",
     )
     score.add_argument(
         "--on-error",
@@ -346,7 +541,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
         default="raise",
         help="a bad row stops the run (raise), or is kept unscored and reported (skip)",
     )
-    score.add_argument("--checkpoint", default=None, help="local directory or Hub repo id (default: bundled)")
+    score.add_argument("--checkpoint", default=None, help=CHECKPOINT_HELP)
     score.add_argument("--revision", default=None, help="Hub revision; a commit hash pins the scores")
     score.add_argument("--device", default="auto", help=DEVICE_HELP)
     score.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"), help=DTYPE_HELP)
@@ -378,5 +573,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "context_sep", None) == "":
         fail("--context-sep must not be empty")
+    if getattr(args, "device", None) is not None:
+        check_device(args.device)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     return args.func(args)

@@ -21,6 +21,15 @@ def output_target(path: str | Path) -> Path:
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether ``a`` and ``b`` name one file: by :func:`os.path.samefile` where both exist (so a symlink, a hard
+    link or ``./a`` for ``a`` is caught), else by their resolved paths (an output that does not exist yet)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return Path(a).resolve() == Path(b).resolve()
+
+
 def temporary_path(path: Path) -> Path:
     """A fresh hidden name next to ``path``, so that the rename over it is atomic."""
     return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")

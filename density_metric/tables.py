@@ -12,14 +12,15 @@ A table is a file with one record per row, in one of three formats (:data:`FORMA
 A header or schema that names a column twice is refused, naming it (one of the two would be
 dropped); a JSON object that gives a key twice is a bad row, kept as its line.
 
-Text is UTF-8; a byte order mark at the start of the file is skipped. The input's columns
+Text is UTF-8; a byte order mark at the start of the file is skipped. The path ``-`` (:data:`STDIN`) reads
+standard input (JSONL unless a format is given), named ``<stdin>`` in messages. The input's columns
 (:class:`Table`) are the CSV header, the parquet schema, or the keys of the JSON objects,
 first seen first.
 
 The context field holds a list of turns (oldest first) or a string: one turn, or split on
 ``context_sep``. In CSV, a context that parses as a JSON array of strings (as lists are
-written, below) is that list of turns, in the record too; any other string is one turn or
-split. The response field holds a string. A row that cannot be read or checked is kept, in
+written, below), or as Python's text of a list of strings (as pandas' ``to_csv`` writes a list), is that list
+of turns, in the record too; any other string is one turn or split. The response field holds a string. A row that cannot be read or checked is kept, in
 place, with its problem (:class:`Row`); nothing is dropped.
 
 :func:`score_rows` adds to every record ``{field}`` (raw DEnsity score, float),
@@ -29,6 +30,9 @@ place, with its problem (:class:`Row`); nothing is dropped.
 ``error_column=True`` it also adds ``{field}_error``: None, or ``"line 3: missing field
 'response'"``. Records are written back in input order, with their other fields unchanged.
 
+:func:`read_lines` and :func:`text_pairs` make a table of two line-aligned plain-text files (contexts and
+responses, one row a line).
+
 :func:`write_records` writes tables back (:mod:`density_metric.table_writer`, re-exported here).
 
 Problems with a whole file are ``ValueError``s naming the file (and the line or row where
@@ -37,7 +41,9 @@ known); the command line (``cli.py``) and the demo (``app.py``) turn them into m
 
 from __future__ import annotations
 
+import ast
 import csv
+import io
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -59,16 +65,19 @@ __all__ = [
     "output_columns",
     "raise_for_bad_rows",
     "raise_for_missing_column",
+    "read_lines",
     "read_rows",
     "read_table",
     "score_columns",
     "score_rows",
     "table_format",
+    "text_pairs",
     "unify_contexts",
     "write_records",
 ]
 
 _KNOWN_SUFFIXES = ", ".join(FORMATS)
+STDIN = "-"  # the path that reads standard input; messages name it <stdin>
 CHUNK_ROWS = 4096  # rows per score_chunk call: bounds the memory of one call, not of the table
 # csv's default is 131,072 characters a field. Its limit is a C long: 32 bits on Windows.
 CSV_FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)
@@ -114,19 +123,32 @@ def table_format(path: str | Path, fmt: str | None = None) -> str:
 Records = list[tuple[dict[str, Any], str, str | None]]  # (record, where, problem or None) per row
 
 
+def source_name(path: str | Path) -> str:
+    """``path`` as messages name it: ``<stdin>`` for :data:`STDIN`."""
+    return "<stdin>" if str(path) == STDIN else str(path)
+
+
+def _open_text(path: Path, newline: str | None = None):
+    """The text of ``path`` (of standard input for :data:`STDIN`): UTF-8, a byte order mark skipped."""
+    if str(path) == STDIN:  # read whole, so that closing the reader leaves sys.stdin open
+        return io.TextIOWrapper(io.BytesIO(sys.stdin.buffer.read()), encoding="utf-8-sig", newline=newline)
+    return open(path, encoding="utf-8-sig", newline=newline)
+
+
 def _read_records(path: Path, fmt: str) -> tuple[Records, list[str]]:
     """(record, where, problem or None) per row, in file order, and the table's columns."""
+    name = source_name(path)
     if fmt == "jsonl":
         rows: Records = []
         columns: dict[str, None] = {}  # an ordered set
-        with open(path, encoding="utf-8-sig") as handle:
+        with _open_text(path) as handle:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
                 if not rows and line.lstrip().startswith("["):  # one JSON array: its lines are no records
                     raise ValueError(
-                        f"{path}, line {number}: a JSON array, not JSON Lines; write one object a line "
-                        f"(for example: jq -c '.[]' {path.name})"
+                        f"{name}, line {number}: a JSON array, not JSON Lines; write one object a line "
+                        f"(for example: jq -c '.[]' {path.name if name == str(path) else ''})"
                     )
                 try:
                     record = json.loads(line, object_pairs_hook=_unique_keys)
@@ -147,15 +169,16 @@ def _read_records(path: Path, fmt: str) -> tuple[Records, list[str]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    source = pa.BufferReader(sys.stdin.buffer.read()) if str(path) == STDIN else path
     try:
-        schema = pq.read_schema(path)
-        _refuse_repeated(schema.names, f"{path}: the schema")  # read_table's own error names no file
-        table = pq.read_table(path)
+        schema = pq.read_schema(source)
+        _refuse_repeated(schema.names, f"{name}: the schema")  # read_table's own error names no file
+        table = pq.read_table(source)
     except (pa.ArrowException, OSError) as err:
         if isinstance(err, OSError) and err.errno is not None:
             raise  # the file cannot be opened (missing, no permission): an OSError, as for the other formats
         # A damaged file: pyarrow's ArrowInvalid (a ValueError) or its errno-less OSError, neither naming the file.
-        raise ValueError(f"{path}: not a readable parquet file ({err})") from None
+        raise ValueError(f"{name}: not a readable parquet file ({err})") from None
     return [(record, f"row {index}", None) for index, record in enumerate(table.to_pylist())], table.column_names
 
 
@@ -189,11 +212,11 @@ def _read_csv(path: Path) -> tuple[Records, list[str]]:
             yield line
 
     rows: Records = []
-    with open(path, encoding="utf-8-sig", newline="") as handle:
+    with _open_text(path, newline="") as handle:
         reader = csv.reader(lines(handle))
         try:
             header = next(reader, [])
-            _refuse_repeated(header, f"{path}, line {reader.line_num}: the header")
+            _refuse_repeated(header, f"{source_name(path)}, line {reader.line_num}: the header")
             for values in reader:
                 raw, where = "".join(consumed).rstrip("\r\n"), f"line {reader.line_num}"
                 consumed.clear()
@@ -204,18 +227,25 @@ def _read_csv(path: Path) -> tuple[Records, list[str]]:
                 else:
                     rows.append((dict(zip(header, values + [None] * (len(header) - len(values)))), where, None))
         except csv.Error as err:  # a broken file, not a bad row: the rows after it cannot be placed
-            raise ValueError(f"{path}, line {reader.line_num}: not valid CSV ({err})") from None
+            raise ValueError(f"{source_name(path)}, line {reader.line_num}: not valid CSV ({err})") from None
     return rows, header
 
 
-def _json_turns(text: str) -> list[str] | None:
-    """The turns a CSV context holds if it is a JSON array of strings (how lists are written), else None."""
-    if not text.startswith("["):
+def _list_turns(text: str) -> list[str] | None:
+    """The turns a CSV context holds if it is a list of strings, else None: a JSON array (as lists are written
+    here), or the Python list text that pandas' ``DataFrame.to_csv`` writes (``['Hi!', "I'm fine"]``), read by
+    :func:`ast.literal_eval`, which builds literals only and never runs code."""
+    if not (text.startswith("[") and text.rstrip().endswith("]")):
         return None
     try:
         value = json.loads(text)
-    except ValueError:
+    except RecursionError:  # nested too deep for either reader
         return None
+    except ValueError:
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # not a literal, or nested too deep
+            return None
     if isinstance(value, list) and all(isinstance(turn, str) for turn in value):
         return value
     return None
@@ -257,8 +287,9 @@ def read_table(
     """Read and check every row of a table, in file order; bad rows are kept with their ``error``.
 
     Args:
-        path: the table.
-        fmt: ``"jsonl"``, ``"csv"`` or ``"parquet"``; None: from the extension (:func:`table_format`).
+        path: the table; ``"-"`` (:data:`STDIN`): standard input, named ``<stdin>`` in messages.
+        fmt: ``"jsonl"``, ``"csv"`` or ``"parquet"``; None: from the extension (:func:`table_format`), and
+            ``"jsonl"`` for standard input.
         context_field, response_field: the columns holding the pair.
         context_sep: split string contexts into turns on this; None: a string is one turn.
 
@@ -274,18 +305,18 @@ def read_table(
     if context_sep == "":
         raise ValueError("context_sep must not be empty (None: a string context is one turn)")
     path = Path(path)
-    fmt = table_format(path, fmt)
+    fmt = table_format(path, fmt or ("jsonl" if str(path) == STDIN else None))
     try:
         records, columns = _read_records(path, fmt)
     except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not UTF-8 text ({err.reason})") from None
+        raise ValueError(f"{source_name(path)}: not UTF-8 text ({err.reason})") from None
     rows = []
     for record, where, problem in records:
         if problem:
             rows.append(Row(record, where, error=problem))
             continue
         if fmt == "csv" and isinstance(record.get(context_field), str):
-            turns = _json_turns(record[context_field])
+            turns = _list_turns(record[context_field])
             if turns is not None:
                 record[context_field] = turns  # the list it was written from
         rows.append(
@@ -294,6 +325,56 @@ def read_table(
             )
         )
     return Table(rows, columns)
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """The lines of a plain-text file, one row each, without their ends: UTF-8, a byte order mark skipped.
+    A line ends at ``\\n``, ``\\r\\n`` or ``\\r`` only (not at U+2028 or a form feed, as ``str.splitlines`` would).
+
+    Raises:
+        ValueError: naming the file, for text that is not UTF-8.
+        OSError: the file cannot be opened.
+    """
+    try:
+        with open(path, encoding="utf-8-sig") as handle:  # universal newlines: every end is read as one "\n"
+            return [line.removesuffix("\n") for line in handle]
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not UTF-8 text ({err.reason})") from None
+
+
+def text_pairs(
+    contexts_path: str | Path,
+    contexts: Sequence[str],
+    responses_path: str | Path,
+    responses: Sequence[str],
+    *,
+    context_field: str = "context",
+    response_field: str = "response",
+    context_sep: str | None = None,
+) -> Table:
+    """A table of line-aligned plain-text files (:func:`read_lines`): row i is ``{context_field: contexts[i],
+    response_field: responses[i]}``, checked as :func:`read_table` checks a record (a context is one turn, or
+    split on ``context_sep``); ``where`` is ``"line i"``, 1-based.
+
+    Raises:
+        ValueError: naming both files and their line counts, where these differ.
+    """
+    if len(contexts) != len(responses):
+        raise ValueError(
+            f"{contexts_path} has {len(contexts)} lines but {responses_path} has {len(responses)}; "
+            "give one line per row in each"
+        )
+    rows = [
+        check_record(
+            {context_field: context, response_field: response},
+            f"line {number}",
+            context_field=context_field,
+            response_field=response_field,
+            context_sep=context_sep,
+        )
+        for number, (context, response) in enumerate(zip(contexts, responses), start=1)
+    ]
+    return Table(rows, [context_field, response_field])
 
 
 def read_rows(

@@ -233,20 +233,6 @@ def test_ctrl_c_while_scoring_keeps_the_earlier_output_and_exits_130(tiny_checkp
     assert (tmp_path / "out.jsonl").read_text() == earlier
 
 
-def test_scoring_a_file_in_place_never_removes_the_input(tiny_checkpoint, tmp_path, monkeypatch):
-    write_jsonl(tmp_path / "data.jsonl", ROWS)
-    assert run(tiny_checkpoint, tmp_path / "data.jsonl", "-o", tmp_path / "data.jsonl") == 0
-    scored = read_jsonl(tmp_path / "data.jsonl")
-    assert [row["id"] for row in scored] == [1, 2, 3] and all("density" in row for row in scored)
-
-    def interrupted(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(distributed, "score_distributed", interrupted)
-    assert run(tiny_checkpoint, tmp_path / "data.jsonl", "-o", tmp_path / "data.jsonl") == 130
-    assert read_jsonl(tmp_path / "data.jsonl") == scored
-
-
 def test_sigint_to_a_running_cli_exits_130_with_one_line_and_the_earlier_file_kept(tiny_checkpoint, tmp_path):
     contexts, responses = synthetic_pairs(6000, seed=3)
     write_jsonl(tmp_path / "in.jsonl", [{"context": c, "response": r} for c, r in zip(contexts, responses)])
