@@ -77,6 +77,10 @@ DTYPE_HELP = (
 )
 
 
+BATCH_SIZE_HELP = "most pairs per forward pass (default: 64 on CPU; on CUDA the token budget alone)"
+MAX_TOKENS_HELP = "most padded tokens per forward pass (default: 1024 on CPU, 16384 on CUDA)"
+
+
 def _format(path: Path, given: str | None, flag: str) -> str:
     """The table format of ``path``, or an ``error:`` exit that names the option to give it with."""
     try:
@@ -246,6 +250,7 @@ def _score(args: argparse.Namespace) -> int:
             device=device,
             dtype=args.dtype,
             batch_size=args.batch_size,
+            max_tokens=args.max_tokens,
             max_length=args.max_length,
             progress=False,
         )
@@ -352,6 +357,7 @@ def compare_command(args: argparse.Namespace) -> int:
             device=args.device,
             dtype=args.dtype,
             batch_size=args.batch_size,
+            max_tokens=args.max_tokens,
             progress=False,
         )
 
@@ -463,7 +469,8 @@ def add_compare_command(commands, positive_int) -> None:
     parser.add_argument("--revision", default=None, help="Hub revision; a commit hash pins the scores")
     parser.add_argument("--device", default="auto", help=DEVICE_HELP)
     parser.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"), help=DTYPE_HELP)
-    parser.add_argument("--batch-size", type=positive_int, default=64, help="pairs per forward pass (default: 64)")
+    parser.add_argument("--batch-size", type=positive_int, default=None, help=BATCH_SIZE_HELP)
+    parser.add_argument("--max-tokens", type=positive_int, default=None, help=MAX_TOKENS_HELP)
     parser.set_defaults(func=compare_command)
 
 
@@ -545,7 +552,8 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     score.add_argument("--revision", default=None, help="Hub revision; a commit hash pins the scores")
     score.add_argument("--device", default="auto", help=DEVICE_HELP)
     score.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"), help=DTYPE_HELP)
-    score.add_argument("--batch-size", type=_positive_int, default=64, help="pairs per forward pass (default: 64)")
+    score.add_argument("--batch-size", type=_positive_int, default=None, help=BATCH_SIZE_HELP)
+    score.add_argument("--max-tokens", type=_positive_int, default=None, help=MAX_TOKENS_HELP)
     score.add_argument(
         "--max-length",
         type=int,
