@@ -22,9 +22,6 @@ import numpy as np
 
 from density_metric import DensityScorer
 from density_metric.features import machine_description
-from train.corpora import load_dailydialog, response_pairs
-
-from .command_line import check_checkpoint, check_counts, check_dailydialog, check_output
 
 
 def relative_differences(scorer: DensityScorer, contexts, responses) -> dict[str, float]:
@@ -45,6 +42,11 @@ def relative_differences(scorer: DensityScorer, contexts, responses) -> dict[str
 
 
 def main(argv=None) -> None:
+    # Imported here: the functions above serve benchmarks.device_check, where datasets may not import.
+    from train.corpora import load_dailydialog, response_pairs
+
+    from .command_line import check_checkpoint, check_counts, check_dailydialog, check_output
+
     parser = argparse.ArgumentParser(prog="python -m benchmarks.batch_invariance", description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", default=None, help="default: the bundled checkpoint")
     parser.add_argument(

@@ -24,9 +24,6 @@ from density_metric import DensityScorer
 from density_metric.backbone import load_backbone
 from density_metric.features import machine_description
 from density_metric.pair_format import join_context
-from train.corpora import load_dailydialog, response_pairs
-
-from .command_line import check_checkpoint, check_counts, check_dailydialog, check_output
 
 
 def plain_model(scorer: DensityScorer):
@@ -116,6 +113,11 @@ def encoder_flops(scorer: DensityScorer, contexts, responses) -> float:
 
 
 def main(argv=None) -> None:
+    # Imported here: the functions above serve benchmarks.device_check, where datasets may not import.
+    from train.corpora import load_dailydialog, response_pairs
+
+    from .command_line import check_checkpoint, check_counts, check_dailydialog, check_output
+
     parser = argparse.ArgumentParser(prog="python -m benchmarks.speed")
     parser.add_argument(
         "--data-dir",

@@ -195,7 +195,7 @@ def test_a_run_stopped_by_its_guard_is_fitted_from_its_last_state_and_comes_back
 
 
 def test_a_package_that_does_not_import_is_named_on_one_line_and_no_section_runs(tmp_path, tiny_mean_pooled_checkpoint):
-    broken = tmp_path / "broken" / "datasets"
+    broken = tmp_path / "broken" / "accelerate"
     broken.mkdir(parents=True)
     (broken / "__init__.py").write_text("import dill_that_is_not_there\n")
     env = {**os.environ, "PYTHONPATH": str(broken.parent)}
@@ -203,8 +203,24 @@ def test_a_package_that_does_not_import_is_named_on_one_line_and_no_section_runs
     assert completed.returncode == 1
     lines = [line for line in completed.stderr.splitlines() if "missing package " in line]
     assert len(lines) == 1 and lines[0].endswith(
-        "missing package datasets: ModuleNotFoundError: No module named 'dill_that_is_not_there'"
+        "missing package accelerate: ModuleNotFoundError: No module named 'dill_that_is_not_there'"
     )
     report = json.loads((out / REPORT).read_text())
     assert report["finished"] and len(report["missing_packages"]) == 1
-    assert {section["status"] for section in report["sections"].values()} == {"skipped: missing packages datasets"}
+    assert {section["status"] for section in report["sections"].values()} == {"skipped: missing packages accelerate"}
+
+
+def test_without_datasets_the_scoring_sections_still_run_and_training_fails_alone(
+    tmp_path, tiny_mean_pooled_checkpoint
+):
+    """The lent machine's image has no datasets (carried as wheels, which need a recent pyarrow): scoring needs none."""
+    broken = tmp_path / "broken" / "datasets"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ImportError('pyarrow>=24 needed')\n")
+    env = {**os.environ, "PYTHONPATH": str(broken.parent)}
+    completed, out = device_check(tmp_path, tiny_mean_pooled_checkpoint, deadline_s=60, env=env)
+    report = json.loads((out / REPORT).read_text())
+    assert completed.returncode == 1 and report["missing_packages"] == ["datasets: ImportError: pyarrow>=24 needed"]
+    statuses = {name: section["status"] for name, section in report["sections"].items()}
+    assert "pairs_per_s" in report["sections"]["scoring_speed"] and "float32" in report["sections"]["batch_invariance"]
+    assert statuses["training"].startswith("failed"), statuses
