@@ -182,7 +182,10 @@ def versions(check: Check, result: dict, ends: float) -> None:
         why = (found.stderr.strip().splitlines() or ["git rev-parse HEAD failed"])[0]
     except (OSError, subprocess.TimeoutExpired) as err:
         commit, why = None, f"git rev-parse HEAD: {err}"
-    result["commit"] = commit or f"unavailable ({why}); --commit says {check.args.commit or 'nothing'}"
+    # --commit wins: the lent machine's .git was seen to name the landed commit, not the tree that was sent
+    # (2026-11-28: HEAD there said 8e3b0fa for a tree sent at dcb458f).
+    result["commit"] = check.args.commit or commit or f"unavailable ({why})"
+    result["git_head_there"] = commit or f"unavailable ({why})"
 
 
 def dailydialog_test_pairs(data_dir: str | Path, n: int = 0) -> tuple[list, list]:
