@@ -202,7 +202,7 @@ def batch_features(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     return features[batch["feature_valid"]]
 
 
-def _one_ahead(function, items) -> Iterator:
+def one_ahead(function, items) -> Iterator:
     """``map(function, items)``, each call run on a worker thread while the caller uses the previous result."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         pending = None
@@ -387,14 +387,25 @@ class Encoder:
                 batch = {name: value.pin_memory() for name, value in batch.items()}
             return gather(numbered, offsets[index], sizes[index]), batch
 
-        prepared = _one_ahead(prepare, batches) if cuda else map(prepare, batches)
+        prepared = one_ahead(prepare, batches) if cuda else map(prepare, batches)
+        pending = None  # the last batch launched: its features are copied back once the next one is queued
         with torch.inference_mode(), self._autocast():
             for candidates, batch in tqdm(prepared, total=len(batches), desc="DEnsity", unit="batch", disable=not show):
                 inputs = {name: value.to(self.device, non_blocking=True) for name, value in batch.items()}
-                features = batch_features(self.model, inputs)
-                if outer is not None:
-                    outer.update(len(candidates))
-                yield candidates, features.float().cpu().numpy()
+                launched = candidates, batch_features(self.model, inputs).float()
+                if pending is not None:  # on CUDA the GPU has the next batch queued while this waits for the last
+                    yield self._copied_back(pending, outer)
+                pending = launched
+            if pending is not None:
+                yield self._copied_back(pending, outer)
+
+    @staticmethod
+    def _copied_back(launched: tuple[np.ndarray, torch.Tensor], outer) -> tuple[np.ndarray, np.ndarray]:
+        candidates, features = launched
+        features = features.cpu().numpy()  # one device-to-host copy a batch; it waits for the batch to finish
+        if outer is not None:
+            outer.update(len(candidates))
+        return candidates, features
 
     def pairs_per_batch(self, batch_size: int | None) -> int:
         """Most pairs a batch holds: ``batch_size``, or where it is None :data:`CPU_BATCH_SIZE` on CPU and no cap
