@@ -48,7 +48,6 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--checkpoint", default=None, help="default: the bundled checkpoint")
     parser.add_argument("--batch-size", type=int, default=None, help="the scorer's pair cap (default: its own)")
-    parser.add_argument("--chunk-pairs", type=int, default=None, help="DensityScorer.chunk_pairs (default: its own)")
     parser.add_argument(
         "--score-only",
         action="store_true",
@@ -61,8 +60,6 @@ def main(argv=None) -> None:
     }
     scorer = DensityScorer(args.checkpoint, dtype=args.dtype, progress=False, **options)
     encoder = scorer.encoder
-    if args.chunk_pairs:
-        scorer.chunk_pairs = options["chunk_pairs"] = args.chunk_pairs
     contexts, responses = dailydialog_test_pairs(args.data_dir)
     scorer.score(contexts[:256], responses[:256], warn=False)  # warm-up: kernels, the allocator's pool
     if args.score_only:

@@ -8,10 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from .checkpoint_sources import resolve_checkpoint
-from .features import CANDIDATES_PER_ROW, PROGRESS_MIN_PAIRS, Encoder, one_ahead
+from .features import PROGRESS_MIN_PAIRS, Encoder
 from .gaussian import calibrate
 from .inputs import as_context, check_dialogues, check_pairs
 from .packing import TextIds
@@ -20,10 +19,6 @@ from .row_flags import FLOOR_POLICY, floor_distances, reply_flags, row_flags, wa
 from .version import __version__
 
 logger = logging.getLogger(__name__)
-
-# On CUDA, pairs are scored in chunks of this many (DensityScorer.features_and_flags): the next chunk's host work
-# runs on a worker thread while the GPU runs this one.
-CUDA_CHUNK_PAIRS = 2048
 
 DIALOGUE_AGGREGATES = ("mean", "rms")
 
@@ -88,7 +83,6 @@ class DensityScorer:
         self.stats = self.checkpoint.stats
         self.batch_size = None if batch_size is None else int(batch_size)
         self.progress = progress
-        self.chunk_pairs: int | None = None  # pairs per chunk of features_and_flags; None: the device's default
 
     @property
     def signature(self) -> str:
@@ -111,38 +105,14 @@ class DensityScorer:
     def features_and_flags(self, contexts: list[list[str]], responses: list[str]) -> tuple[np.ndarray, list[list[str]]]:
         """:meth:`features` (n, d) and :meth:`flags` (n lists) of checked pairs, each text tokenised once for both.
 
-        On CUDA the pairs go in chunks of :attr:`chunk_pairs` (None: :data:`CUDA_CHUNK_PAIRS` there, one chunk on
-        CPU): a worker thread tokenises, packs and flags the next chunk while the GPU runs this one, so that the
-        host work is not in series with the GPU's. A chunk groups repeated contexts within itself; each pair's
-        feature is the one it gets alone, so chunks change no score beyond float rounding.
+        In one pass, on every device: scoring in chunks, with the next chunk packed on a thread while the GPU ran
+        this one, was slower on an H200 (12,449 pairs/s at chunks of 2,048 against 16,824 in one pass;
+        ``benchmarks/gpu_chunks_h200.json``): smaller chunks fill fewer, shorter batches.
         """
-        n = len(responses)
-        if not n:
+        if not responses:
             return np.zeros((0, self.encoder.dim), dtype=np.float32), []
-        chunk = self.chunk_pairs or (CUDA_CHUNK_PAIRS if self.encoder.device.type == "cuda" else n)
-        if n <= chunk:
-            text_ids = TextIds(self.encoder.tokenizer)  # the flags read the texts the features were encoded from
-            return self.features(contexts, responses, text_ids), self.flags(contexts, responses, text_ids)
-        per_row = min(CANDIDATES_PER_ROW, self.encoder.pairs_per_batch(self.batch_size))
-
-        def prepare(start: int):
-            part = slice(start, min(start + chunk, n))
-            text_ids = TextIds(self.encoder.tokenizer)
-            rows, order = self.encoder.grouped_rows(contexts[part], responses[part], per_row, text_ids)
-            return start, rows, order, self.flags(contexts[part], responses[part], text_ids)
-
-        show = n >= PROGRESS_MIN_PAIRS if self.progress is None else bool(self.progress)
-        own = None if hasattr(self.progress, "update") else tqdm(total=n, desc="DEnsity", unit="pair", disable=not show)
-        features, flags = np.empty((n, self.encoder.dim), dtype=np.float32), []
-        try:
-            for start, rows, order, part_flags in one_ahead(prepare, range(0, n, chunk)):
-                for index, values in self.encoder.iter_row_features(rows, self.batch_size, own or self.progress):
-                    features[start + order[index]] = values
-                flags += part_flags
-        finally:
-            if own is not None:
-                own.close()
-        return features, flags
+        text_ids = TextIds(self.encoder.tokenizer)  # the flags read the texts the features were encoded from
+        return self.features(contexts, responses, text_ids), self.flags(contexts, responses, text_ids)
 
     def features(self, contexts, responses, text_ids: TextIds | None = None) -> np.ndarray:
         """g(c, r) for checked input: (n, d) float32.

@@ -284,19 +284,3 @@ def test_token_budget_and_pair_cap_do_not_change_float32_scores(tiny_scorer):
         from density_metric.features import Encoder
 
         Encoder(tiny_scorer.encoder.model, tiny_scorer.encoder.tokenizer, tiny_scorer.encoder.pair_format, max_tokens=0)
-
-
-def test_scoring_in_chunks_gives_the_scores_and_flags_of_one_pass(tiny_scorer):
-    """The CUDA path (chunks packed on a worker thread while the device runs the last one), run on CPU: the same
-    scores to float32 rounding and the same flags, with repeated contexts split across chunks."""
-    contexts, responses = synthetic_pairs(40, seed=47)
-    contexts = [contexts[i % 9] for i in range(40)]  # repeated contexts, groups that straddle chunks
-    responses[3], responses[11], responses[30] = "", "?!", "hello " * 80
-    whole = tiny_scorer.score(contexts, responses)
-    tiny_scorer.chunk_pairs = 7
-    try:
-        chunked = tiny_scorer.score(contexts, responses)
-    finally:
-        tiny_scorer.chunk_pairs = None
-    np.testing.assert_allclose(chunked.scores, whole.scores, rtol=1e-5)
-    assert chunked.flags == whole.flags and whole.flags[3] == ["empty"] and whole.flags[11] == ["punctuation"]
