@@ -24,6 +24,7 @@ Timed, in turn, ``--repeats`` rounds, each method's best run counting:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 
 import numpy as np
@@ -136,6 +137,12 @@ def main(argv=None) -> None:
     parser.add_argument("--dialogues", type=int, default=None, help="test dialogues to read (default: all)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", default=None, help="also write the results here")
+    parser.add_argument(
+        "--score-only",
+        action="store_true",
+        help="time score() alone, with nothing but DensityScorer: run it from a folder holding an earlier "
+        "density_metric to time that one (results/experiments/gpu-device-check/NOTES.md)",
+    )
     args = parser.parse_args(argv)
     check_counts(parser, args, "--distinct", "--repeats")
     if args.dialogues is not None:
@@ -149,6 +156,18 @@ def main(argv=None) -> None:
     test = list(load_dailydialog(dailydialog, "test")["turns"])[: args.dialogues]
     train = list(load_dailydialog(dailydialog, "train")["turns"])
     sets = {"dialogues": dialogue_pairs(test), "distinct": distinct_pairs(train, args.distinct)}
+    if args.score_only:
+        for name, (contexts, responses) in sets.items():
+            scorer.score(contexts[:64], responses[:64], warn=False)
+            _, seconds = timed_interleaved(
+                {"score": functools.partial(scorer.score, contexts, responses, warn=False)}, args.repeats
+            )
+            print(
+                json.dumps(
+                    {"set": name, "signature": scorer.signature, "score_pairs_per_s": len(responses) / seconds["score"]}
+                )
+            )
+        return
     results = {
         "command": "python -m benchmarks.host_pipeline "
         + " ".join(argv if argv is not None else __import__("sys").argv[1:]),
