@@ -37,7 +37,7 @@ def test_compute_floors_an_empty_reply_flags_every_row_and_warns_once(metric, ti
     assert results["flags"] == [[], ["empty"], ["punctuation"]]
     assert results["scores"][1] == pytest.approx(-2 * tiny_scorer.stats.quantiles[-1])
     assert results["scores"][1] < results["scores"][0] and results["calibrated"][1] == 0.0
-    assert caplog.text.count("rows are flagged") == 1 and "floor=v1" in results["signature"]
+    assert caplog.text.count("rows are flagged") == 1 and "floor=v2" in results["signature"]
 
 
 def test_load_time_options_reach_the_scorer(metric):
