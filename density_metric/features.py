@@ -122,12 +122,6 @@ def resolve_dtype(dtype: str | None, device: torch.device) -> str:
     return dtype
 
 
-def pad_batch(batch: Sequence[Sequence[int]], pad_token_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad token id lists to the batch's longest. Returns input_ids, attention_mask: (b, t) int64."""
-    padded = PackedRows.from_rows([PackedRow(list(ids), None, None, [0]) for ids in batch]).batch(None, pad_token_id)
-    return padded["input_ids"], padded["attention_mask"]
-
-
 def cls_features(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     """g(c, r) = last_hidden_state[:, 0] (not the pooler). Segment ids are all 0. Returns (b, d)."""
     output = model(
