@@ -27,7 +27,8 @@ import pandas as pd  # noqa: E402
 
 from density_metric import DensityScorer, resolve_checkpoint  # noqa: E402
 from density_metric.compare_systems import compare_tables, read_system  # noqa: E402
-from density_metric.comparison_result import flagged_cell  # noqa: E402
+from density_metric.comparison_result import flagged_cell, truncated_cell  # noqa: E402
+from density_metric.row_flags import FLOORED  # noqa: E402
 from density_metric.significance import ALPHA, TESTS, ComparisonResult, grid_cells  # noqa: E402
 from density_metric.tables import (  # noqa: E402
     output_columns,
@@ -120,6 +121,13 @@ def friendly(function):
             raise gr.Error("Something went wrong while scoring; please try again or check the input.") from None
 
     return wrapper
+
+
+def flag_text(flags: list[str]) -> str:
+    """A row's flags for a table cell: why its score means little (``floored: empty``), or nothing."""
+    floored = [flag for flag in flags if flag in FLOORED]
+    rest = [flag for flag in flags if flag not in FLOORED]
+    return ", ".join([f"floored: {flag}" for flag in floored] + rest)
 
 
 def lines(text: str | None, field: str, limit: int) -> list[str]:
@@ -243,8 +251,18 @@ def without_paths(message: str, paths: list[Path]) -> str:
 
 
 # The ranked-replies table; a checkpoint with a few-shot rating head adds "predicted rating".
-RANKED_HEADERS = ["rank", "reply", "raw score", "calibrated"]
-SYSTEM_HEADERS = ["system", "n", "mean score", "95% CI low", "95% CI high", "mean calibrated", "flagged rows"]
+RANKED_HEADERS = ["rank", "reply", "raw score", "calibrated", "flags"]
+TURN_HEADERS = ["turn", "text", "raw score", "calibrated", "flags"]
+SYSTEM_HEADERS = [
+    "system",
+    "n",
+    "mean score",
+    "95% CI low",
+    "95% CI high",
+    "mean calibrated",
+    "degenerate rows",
+    "truncated rows",
+]
 
 
 def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[str, ...] = ()) -> gr.Blocks:
@@ -266,6 +284,7 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
         order = np.argsort(-result.scores, kind="stable")
         table = [
             [rank + 1, replies[i], round(float(result.scores[i]), 3), round(float(result.calibrated[i]), 3)]
+            + [flag_text(result.flags[i])]
             + ([round(float(result.ratings[i]), 3)] if result.ratings is not None else [])
             for rank, i in enumerate(order)
         ]
@@ -280,8 +299,8 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
             raise UserError("A dialogue needs at least 2 turns, one per line.")
         result = scorers(checkpoint).score_dialogue(turns, aggregate=aggregate)
         rows = [
-            [i + 2, turns[i + 1], round(s, 3), round(c, 3)]
-            for i, (s, c) in enumerate(zip(result["turn_scores"], result["turn_calibrated"]))
+            [i + 2, turns[i + 1], round(s, 3), round(c, 3), flag_text(f)]
+            for i, (s, c, f) in enumerate(zip(result["turn_scores"], result["turn_calibrated"], result["turn_flags"]))
         ]
         chart = {"turn": [r[0] for r in rows], "calibrated": [r[3] for r in rows]}
         import pandas as pd
@@ -346,7 +365,8 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
         table = pd.DataFrame(
             [
                 [s["name"], s["n"], round(s["mean"], 3), round(s["ci"][0], 3), round(s["ci"][1], 3)]
-                + [None if s["calibrated_mean"] is None else round(s["calibrated_mean"], 3), flagged_cell(s)]
+                + [None if s["calibrated_mean"] is None else round(s["calibrated_mean"], 3)]
+                + [flagged_cell(s), truncated_cell(s)]
                 for s in result.systems
             ],
             columns=SYSTEM_HEADERS,
@@ -401,7 +421,7 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
             aggregate = gr.Radio(["mean", "rms"], value="mean", label="Aggregate of the turn scores")
             dialogue_button = gr.Button("Score dialogue", variant="primary")
             dialogue_summary = gr.Markdown()
-            turns = gr.Dataframe(headers=["turn", "text", "raw score", "calibrated"], interactive=False)
+            turns = gr.Dataframe(headers=TURN_HEADERS, interactive=False)
             chart = gr.BarPlot(x="turn", y="calibrated", y_lim=[0, 1], label="Calibrated score per turn")
             dialogue_button.click(
                 score_dialogue,

@@ -19,6 +19,7 @@ and ``compare --json`` never a system file or any existing file but an earlier r
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import logging
@@ -318,6 +319,36 @@ def _score(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- compare
 
 
+# The loggers whose warnings ComparisonResult.warnings carries (the small-sample and the degenerate-replies ones).
+WARNINGS_IN_REPORT = ("density_metric.significance", "density_metric.compare_systems")
+
+
+@contextlib.contextmanager
+def _held_warnings(names: tuple[str, ...]):
+    """Hold back the WARNING records of the loggers ``names``; yields a list to which the caller adds the messages
+    said elsewhere (the report's), and at the end logs the others as they came."""
+    held: list[logging.LogRecord] = []
+
+    def hold(record: logging.LogRecord) -> bool:
+        if record.levelno == logging.WARNING:
+            held.append(record)
+            return False
+        return True
+
+    said: list[str] = []
+    loggers = [logging.getLogger(name) for name in names]
+    for logger_ in loggers:
+        logger_.addFilter(hold)
+    try:
+        yield said
+    finally:
+        for logger_ in loggers:
+            logger_.removeFilter(hold)
+        for record in held:
+            if record.getMessage() not in said:
+                logging.getLogger(record.name).handle(record)
+
+
 def compare_command(args: argparse.Namespace) -> int:
     names = [name.strip() for name in args.names.split(",")] if args.names else [None] * len(args.systems)
     if len(args.systems) < 2:
@@ -361,18 +392,19 @@ def compare_command(args: argparse.Namespace) -> int:
             progress=False,
         )
 
-    # --baseline only when given, so that compare runs before compare_tables takes the keyword too.
-    baseline = {} if args.baseline is None else {"baseline": args.baseline}
     try:
-        result, _ = compare_tables(
-            systems,
-            scorer_factory,
-            test=args.test,
-            resamples=args.resamples,
-            trials=args.trials,
-            seed=args.seed,
-            **baseline,
-        )
+        # The report prints its warnings ("warning: ..."): not logged as well, so that each is said once.
+        with _held_warnings(WARNINGS_IN_REPORT) as in_report:
+            result, _ = compare_tables(
+                systems,
+                scorer_factory,
+                test=args.test,
+                resamples=args.resamples,
+                trials=args.trials,
+                seed=args.seed,
+                baseline=args.baseline,
+            )
+            in_report += result.warnings
     except (ValueError, OSError) as err:  # CheckpointError is a ValueError; OSError: Hub and file errors
         fail(str(err))
     print(result.format())

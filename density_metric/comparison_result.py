@@ -24,18 +24,22 @@ class ComparisonResult:
         systems: one dict per system, in input order: ``name``, ``n``, ``mean`` (mean score),
             ``ci`` ([lower, upper] bootstrap 95 % interval of the mean) and ``calibrated_mean``
             (None when no calibrated scores were given); from ``DensityScorer.compare`` and the ``compare``
-            command also ``flagged`` (rows whose score means little: an empty, unreadable or punctuation-only
-            reply, or a truncated pair) and ``flag_counts`` (``{flag: rows}``), both None where unknown
-            (:func:`density_metric.compare_systems.report_flags`).
-        pairs: one dict per pair (a, b), a before b in input order: ``a``, ``b``, ``delta``
+            command also ``flagged`` (rows whose reply is degenerate: empty, unreadable or without a letter or
+            digit), ``truncated`` (rows the encoder read only in part, counted apart) and ``flag_counts``
+            (``{flag: rows}``), all None where unknown (:func:`density_metric.compare_systems.report_flags`).
+        pairs: one dict per pair (a, b) tested: every pair, a before b in input order, or with a baseline each
+            other system as a and the baseline as b; ``a``, ``b``, ``delta``
             (mean(a) - mean(b)), ``ci`` (its paired-bootstrap 95 % interval), ``p_value`` (of
-            ``test``), ``test`` (``"bs"`` or ``"ar"``, the test that decides), ``p_bootstrap``,
-            ``p_randomization``, ``significant`` (p_value < 0.05), ``winner`` (the better system's
+            ``test``, uncorrected), ``p_holm`` (Holm-corrected over the pairs tested), ``test`` (``"bs"`` or
+            ``"ar"``, the test that decides), ``p_bootstrap``, ``p_randomization`` (both uncorrected),
+            ``significant`` (p_holm < 0.05), ``winner`` (the better system's
             name if significant, else None), and ``wins_a``, ``wins_b``, ``ties``: the share of
             rows where a scores higher, lower, the same.
             A row is a tie when its difference is within the scores' tolerance (module docstring).
         signature: e.g. ``test:ar|ar:10000|bs:1000|seed:12345|rtol:1e-05``, then the scorer's signature if known.
         warnings: what makes the p-values unreliable, e.g. fewer rows than can reach p < 0.05; also logged.
+        correction: ``{"method": "holm", "tests": m, "baseline": name or None}``: the multiple-testing correction
+            over the m pairs tested, and the baseline they were tested against (None: all pairs).
     """
 
     systems: list[dict[str, Any]]
@@ -44,10 +48,18 @@ class ComparisonResult:
     warnings: list[str] = field(default_factory=list)
     # The paired bootstrap differences (resamples, pairs), for plots; not written to JSON.
     bootstrap_differences: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, 0)))
+    correction: dict[str, Any] = field(default_factory=lambda: {"method": "holm", "tests": 0, "baseline": None})
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"systems": [...], "pairs": [...], "signature": ..., "warnings": [...]}``, JSON-ready."""
-        return {"systems": self.systems, "pairs": self.pairs, "signature": self.signature, "warnings": self.warnings}
+        """``{"systems": [...], "pairs": [...], "signature": ..., "warnings": [...], "correction": {...}}``,
+        JSON-ready."""
+        return {
+            "systems": self.systems,
+            "pairs": self.pairs,
+            "signature": self.signature,
+            "warnings": self.warnings,
+            "correction": self.correction,
+        }
 
     def pair(self, a: str, b: str) -> dict[str, Any]:
         """The pair of systems ``a`` and ``b``, with ``delta`` as mean(a) - mean(b) either way round."""
@@ -66,6 +78,10 @@ class ComparisonResult:
                     "wins_b": entry["wins_a"],
                 }
         raise ValueError(f"no pair of systems {a!r} and {b!r}; systems: {[s['name'] for s in self.systems]}")
+
+    def tested(self, a: str, b: str) -> bool:
+        """Whether systems ``a`` and ``b`` were tested against each other (with a baseline, only against it)."""
+        return any({entry["a"], entry["b"]} == {a, b} for entry in self.pairs)
 
     def format(self) -> str:
         """The per-system table and the pairwise grid, as text (what ``compare`` prints)."""
@@ -89,7 +105,7 @@ def _text_table(header: list[str], rows: list[list[str]]) -> str:
 
 def system_table(result: ComparisonResult) -> str:
     """One row per system: n, mean score and its 95 % interval, mean calibrated score, and where counted its
-    flagged rows (``3 (2 empty, 1 truncated)``; ``-``: unknown)."""
+    degenerate rows (``3 (2 empty, 1 punctuation)``) and its truncated rows apart (``-``: unknown)."""
     header = ["system", "n", "mean", "95% CI", "calibrated"]
     flagged = any("flagged" in s for s in result.systems)
     rows = [
@@ -100,19 +116,25 @@ def system_table(result: ComparisonResult) -> str:
             f"[{_number(s['ci'][0])}, {_number(s['ci'][1])}]",
             _number(s["calibrated_mean"]),
         ]
-        + ([flagged_cell(s)] if flagged else [])
+        + ([flagged_cell(s), truncated_cell(s)] if flagged else [])
         for s in result.systems
     ]
-    return _text_table(header + (["flagged"] if flagged else []), rows)
+    return _text_table(header + (["flagged", "truncated"] if flagged else []), rows)
 
 
 def flagged_cell(system: dict[str, Any]) -> str:
-    """A system's flagged rows as text: ``0``, ``3 (2 empty, 1 truncated)``, or ``-`` where unknown."""
+    """A system's degenerate rows as text: ``0``, ``3 (2 empty, 1 punctuation)``, or ``-`` where unknown; the
+    truncated rows are :func:`truncated_cell`'s."""
     if system.get("flagged") is None:
         return "-"
-    counts = system.get("flag_counts") or {}
+    counts = {flag: count for flag, count in (system.get("flag_counts") or {}).items() if flag != "truncated"}
     detail = ", ".join(f"{count} {flag}" for flag, count in counts.items())
     return f"{system['flagged']} ({detail})" if detail else str(system["flagged"])
+
+
+def truncated_cell(system: dict[str, Any]) -> str:
+    """A system's truncated rows as text, or ``-`` where unknown."""
+    return "-" if system.get("truncated") is None else str(system["truncated"])
 
 
 def grid_cells(result: ComparisonResult) -> list[list[str]]:
@@ -123,7 +145,7 @@ def grid_cells(result: ComparisonResult) -> list[list[str]]:
     for a in names:
         cells = [a]
         for b in names:
-            if a == b:
+            if a == b or not result.tested(a, b):
                 cells.append("")
                 continue
             entry = result.pair(a, b)
@@ -137,8 +159,15 @@ def pairwise_grid(result: ComparisonResult) -> str:
     names = [s["name"] for s in result.systems]
     test = TESTS[result.pairs[0]["test"]] if result.pairs else TESTS["ar"]
     grid = _text_table(["row - column", *names], grid_cells(result))
-    lines = [grid, f"* p < {ALPHA} ({test}; the test that decides)", ""]
-    header = ["a", "b", "delta", "95% CI", "p", "p_bs", "p_ar", "a wins", "b wins", "ties", "verdict"]
+    correction = result.correction
+    family = f"against the baseline {correction['baseline']!r}" if correction.get("baseline") else "all pairs"
+    lines = [
+        grid,
+        f"* p < {ALPHA} after Holm's correction for {correction['tests']} tests ({family}; {test} decides); "
+        "p, p_bs and p_ar are uncorrected",
+        "",
+    ]
+    header = ["a", "b", "delta", "95% CI", "p", "p_holm", "p_bs", "p_ar", "a wins", "b wins", "ties", "verdict"]
     table = [
         [
             p["a"],
@@ -146,6 +175,7 @@ def pairwise_grid(result: ComparisonResult) -> str:
             _signed(p["delta"]),
             f"[{_signed(p['ci'][0])}, {_signed(p['ci'][1])}]",
             f"{p['p_value']:.4f}",
+            f"{p['p_holm']:.4f}",
             f"{p['p_bootstrap']:.4f}",
             f"{p['p_randomization']:.4f}",
             f"{p['wins_a']:.1%}",

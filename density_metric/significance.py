@@ -77,6 +77,7 @@ __all__ = [
     "ComparisonResult",
     "bootstrap_indices",
     "compare",
+    "holm",
     "grid_cells",
     "p_value",
     "pairwise_grid",
@@ -279,6 +280,7 @@ def compare(
     seed: int | None = DEFAULT_SEED,
     rtol: float = SCORE_RTOL,
     scorer_signature: str | None = None,
+    baseline: str | None = None,
 ) -> ComparisonResult:
     """Compare systems scored on the same rows: means, 95 % intervals and paired p-values.
 
@@ -295,6 +297,9 @@ def compare(
         rtol: relative tolerance of a score (default :data:`SCORE_RTOL`, 1e-5: the float32 default's
             batch invariance): differences within it are ties, so float noise moves no p-value (module docstring).
         scorer_signature: appended to the signature (``DensityScorer.signature``).
+        baseline: a system's name: each other system is tested against it alone (as sacrebleu compares systems
+            with a baseline), instead of every pair. Either way the p-values of the tests run are Holm-corrected
+            (:func:`holm`) for their number, and a pair is significant on its corrected p-value.
 
     Returns:
         A :class:`ComparisonResult`.
@@ -340,7 +345,12 @@ def compare(
         for j, name in enumerate(system_names)
     ]
 
-    pair_index = list(itertools.combinations(range(len(system_names)), 2))
+    if baseline is None:
+        pair_index = list(itertools.combinations(range(len(system_names)), 2))
+    elif baseline not in system_names:
+        raise ValueError(f"baseline {baseline!r} is not one of the systems {system_names}")
+    else:  # a = each other system, b = the baseline: delta = mean(system) - mean(baseline)
+        pair_index = [(j, system_names.index(baseline)) for j, name in enumerate(system_names) if name != baseline]
     differences = np.stack([matrix[:, a] - matrix[:, b] for a, b in pair_index], axis=1)  # (n, pairs)
     delta = differences.mean(axis=0)
     # How far each row's difference may move with the scores' float noise, and every test statistic with it.
@@ -353,10 +363,11 @@ def compare(
     p_bootstrap = p_value(spread - spread.mean(axis=0), np.abs(delta), tolerance)
     p_randomization = p_value(randomized_differences(differences, trials, seed), np.abs(delta), tolerance)
     pair_ci = percentile_ci(boot_differences)
+    adjusted = holm(p_bootstrap if test == "bs" else p_randomization)
     pairs = []
     for j, (a, b) in enumerate(pair_index):
         p = float(p_bootstrap[j] if test == "bs" else p_randomization[j])
-        significant = p < ALPHA
+        significant = bool(adjusted[j] < ALPHA)
         winner = None
         if significant and abs(delta[j]) > tolerance[j]:
             winner = system_names[a] if delta[j] > 0 else system_names[b]
@@ -367,6 +378,7 @@ def compare(
                 "delta": float(delta[j]),
                 "ci": pair_ci[j].tolist(),
                 "p_value": p,
+                "p_holm": float(adjusted[j]),
                 "test": test,
                 "p_bootstrap": float(p_bootstrap[j]),
                 "p_randomization": float(p_randomization[j]),
@@ -384,7 +396,20 @@ def compare(
     warnings = _small_sample_warnings(n, test, trials, seed)
     for warning in warnings:
         logger.warning(warning)
-    return ComparisonResult(systems, pairs, signature, warnings, boot_differences)
+    correction = {"method": "holm", "tests": len(pairs), "baseline": baseline}
+    return ComparisonResult(systems, pairs, signature, warnings, boot_differences, correction)
+
+
+def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values (Holm, 1979) of a family of m tests, in input order: the k-th smallest
+    p (k from 0) becomes ``min(1, max_{i <= k} (m - i) p_(i))``. A test is significant at level alpha where its
+    adjusted p is below alpha; the family-wise error rate is then at most alpha."""
+    p = np.asarray(p_values, dtype=np.float64)
+    order = np.argsort(p, kind="stable")
+    scaled = (len(p) - np.arange(len(p))) * p[order]
+    adjusted = np.empty_like(p)
+    adjusted[order] = np.minimum(np.maximum.accumulate(scaled), 1.0)
+    return adjusted
 
 
 def _small_sample_warnings(n: int, test: str, trials: int, seed: int | None) -> list[str]:

@@ -37,7 +37,7 @@ def test_json_output_has_the_documented_shape_and_the_scorers_numbers(
 ):
     assert run_compare(tiny_checkpoint, *two_systems, "--json", tmp_path / "out.json") == 0
     out = json.loads((tmp_path / "out.json").read_text())
-    assert set(out) == {"systems", "pairs", "signature", "warnings"}
+    assert set(out) == {"systems", "pairs", "signature", "warnings", "correction"}
     assert [s["name"] for s in out["systems"]] == ["good", "bad"]
     for system in out["systems"]:
         assert {"name", "n", "mean", "ci", "calibrated_mean"} <= set(system) and len(system["ci"]) == 2
@@ -294,17 +294,27 @@ def test_each_systems_flagged_rows_are_reported_and_the_one_with_more_is_warned_
     assert (good["flagged"], good["flag_counts"]) == (0, {})
     assert (empty["flagged"], empty["flag_counts"]) == (4, {"empty": 4})
     assert empty["mean"] < good["mean"] and result.pairs[0]["wins_a"] == 1.0  # emptying every reply loses
-    [warning] = [w for w in result.warnings if "flagged" in w]
-    assert warning.startswith("'empty' has more flagged rows than the other systems (4 of 4, against 'good' 0)")
-    assert warning in caplog.text and "rows are flagged" not in caplog.text  # no per-system warning of score()
+    [warning] = [w for w in result.warnings if "degenerate" in w]
+    assert warning.startswith("'empty' has more degenerate replies than the other systems (4 of 4, against 'good' 0)")
+    assert caplog.text.count(warning) == 1 and "rows are flagged" not in caplog.text  # no per-system warning of score()
     table = result.format().splitlines()
-    assert table[0].split()[-1] == "flagged" and table[2].endswith(" 0") and table[3].endswith("4 (4 empty)")
+    assert table[0].split()[-2:] == ["flagged", "truncated"]
+    assert table[2].split()[-2:] == ["0", "0"] and table[3].split()[-4:] == ["4", "(4", "empty)", "0"]
+
+
+def test_truncated_rows_are_counted_apart_from_degenerate_ones(tiny_scorer):
+    """Issue 60: a system of long human replies (truncated) reported "4 flagged" beside a system of empty ones."""
+    long_replies = [" ".join([reply] * 40) for reply in GOOD]
+    result = tiny_scorer.compare(CONTEXTS, {"long": long_replies, "empty": EMPTY}, resamples=100, trials=100)
+    long_, empty = result.systems
+    assert (long_["flagged"], long_["truncated"]) == (0, 4) and (empty["flagged"], empty["truncated"]) == (4, 0)
+    assert [w for w in result.warnings if "'empty' has more degenerate replies" in w]
 
 
 def test_systems_with_as_many_flagged_rows_are_not_warned_about(tiny_scorer):
     result = tiny_scorer.compare(CONTEXTS, {"a": ["", *GOOD[1:]], "b": [*BAD[:3], ""]}, resamples=100, trials=100)
     assert [s["flagged"] for s in result.systems] == [1, 1]
-    assert not [w for w in result.warnings if "flagged" in w]
+    assert not [w for w in result.warnings if "degenerate" in w]
 
 
 def test_the_compare_command_reports_flagged_rows_of_scored_and_of_stored_files(tiny_checkpoint, tmp_path, capsys):
@@ -320,7 +330,7 @@ def test_the_compare_command_reports_flagged_rows_of_scored_and_of_stored_files(
     for systems in (fresh, stored):
         assert [(s["flagged"], s["flag_counts"]) for s in systems] == [(0, {}), (4, {"empty": 4})]
     printed = capsys.readouterr().out
-    assert "4 (4 empty)" in printed and "warning: 'empty' has more flagged rows" in printed
+    assert "4 (4 empty)" in printed and "warning: 'empty' has more degenerate replies" in printed
 
 
 def test_stored_scores_without_a_flags_column_have_unknown_flagged_rows(tmp_path, capsys):
@@ -340,3 +350,25 @@ def test_scores_from_before_the_floor_are_not_compared_with_floored_ones(tmp_pat
     write_jsonl(tmp_path / "b.jsonl", signed_rows(BAD, [0.5, 2.5, 1.0, 3.0], SIGNATURE + "|floor=v1"))
     line = error_line(capsys, main, ["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")])
     assert "were scored differently (floor '' against 'v1')" in line
+
+
+def test_the_compare_command_says_each_warning_once(tiny_checkpoint, tmp_path, capsys):
+    """Issue 60: the degenerate-replies warning was logged and printed in the report, so read twice."""
+    write_jsonl(tmp_path / "good.jsonl", system_rows(GOOD))
+    write_jsonl(tmp_path / "empty.jsonl", system_rows(EMPTY))
+    assert run_compare(tiny_checkpoint, tmp_path / "good.jsonl", tmp_path / "empty.jsonl") == 0
+    captured = capsys.readouterr()
+    everything = captured.out + captured.err
+    assert everything.count("'empty' has more degenerate replies") == 1
+    assert everything.count("too few for approximate randomization") == 1
+
+
+def test_the_compare_command_tests_each_system_against_a_baseline(tiny_checkpoint, tmp_path, capsys):
+    for name, replies in (("base", BAD), ("good", GOOD), ("empty", EMPTY)):
+        write_jsonl(tmp_path / f"{name}.jsonl", system_rows(replies))
+    files = [tmp_path / f"{name}.jsonl" for name in ("base", "good", "empty")]
+    assert run_compare(tiny_checkpoint, *files, "--baseline", "base", "--json", tmp_path / "out.json") == 0
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert [(p["a"], p["b"]) for p in out["pairs"]] == [("good", "base"), ("empty", "base")]
+    assert out["correction"] == {"method": "holm", "tests": 2, "baseline": "base"}
+    assert "Holm's correction for 2 tests (against the baseline 'base'" in capsys.readouterr().out

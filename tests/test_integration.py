@@ -187,7 +187,7 @@ def test_emptying_every_reply_of_a_system_no_longer_wins_and_is_warned_about(def
     assert means["emptied"] < min(means["attentive"], means["generic"])
     assert not [pair for pair in result.pairs if pair["winner"] == "emptied"]
     assert [system["flagged"] for system in result.systems][2] == len(emptied.rows)
-    assert any(warning.startswith("'emptied' has more flagged rows") for warning in result.warnings)
+    assert any(warning.startswith("'emptied' has more degenerate replies") for warning in result.warnings)
 
 
 @needs_data

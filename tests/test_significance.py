@@ -163,7 +163,7 @@ def test_the_seed_reproduces_every_number_and_names_itself_in_the_signature():
 
 def test_every_pair_of_three_systems_is_compared_once_in_input_order():
     a, b = systems(n=50)
-    result = compare([a, b, a + 1], names=["x", "y", "z"], resamples=20, trials=20)
+    result = compare([a, b, a + 1], names=["x", "y", "z"], resamples=20, trials=200)  # Holm over 3 tests needs p < 1/60
     assert [(p["a"], p["b"]) for p in result.pairs] == [("x", "y"), ("x", "z"), ("y", "z")]
     swapped = result.pair("z", "x")
     assert swapped["delta"] == pytest.approx(1.0) and swapped["ci"][0] == pytest.approx(1.0)
@@ -306,3 +306,49 @@ def test_enough_rows_do_not_warn(caplog):
     with caplog.at_level("WARNING"):
         result = compare({"a": a, "b": b})
     assert result.warnings == [] and "warning" not in result.format() and not caplog.text
+
+
+def naive_holm(p_values):
+    """Holm (1979) by its definition: walk the p-values from the smallest; the k-th (from 0) is rejected at level a
+    while every smaller one was and p_(k) <= a / (m - k). The adjusted p is the smallest a that rejects it."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted, running = [0.0] * m, 0.0
+    for k, i in enumerate(order):
+        running = max(running, min(1.0, (m - k) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def test_holm_matches_its_definition():
+    from density_metric.significance import holm
+
+    rng = np.random.default_rng(3)
+    for m in (1, 2, 5, 17):
+        p = rng.uniform(0, 0.2, m)
+        np.testing.assert_allclose(holm(p), naive_holm(list(p)))
+    assert holm([0.01, 0.04, 0.03]).tolist() == pytest.approx([0.03, 0.06, 0.06])
+
+
+def test_with_a_baseline_each_system_is_tested_against_it_alone_holm_corrected():
+    a, b = systems(n=60)
+    scores = {"base": a, "x": b, "y": a + 0.5, "z": a + 0.01}
+    result = compare(scores, baseline="base", resamples=100, trials=300)
+    assert [(p["a"], p["b"]) for p in result.pairs] == [("x", "base"), ("y", "base"), ("z", "base")]
+    assert result.correction == {"method": "holm", "tests": 3, "baseline": "base"}
+    raw = [p["p_value"] for p in result.pairs]
+    assert [p["p_holm"] for p in result.pairs] == pytest.approx(naive_holm(raw))
+    assert [p["significant"] for p in result.pairs] == [p["p_holm"] < 0.05 for p in result.pairs]
+    assert result.to_dict()["correction"]["baseline"] == "base"
+    text = result.format()
+    assert "Holm's correction for 3 tests (against the baseline 'base'" in text and "uncorrected" in text
+    with pytest.raises(ValueError, match="baseline 'nobody' is not one of the systems"):
+        compare(scores, baseline="nobody", resamples=10, trials=10)
+
+
+def test_all_pairs_are_holm_corrected_too():
+    a, b = systems(n=60)
+    result = compare({"p": a, "q": b, "r": a + 1.0, "s": b - 1.0}, resamples=100, trials=300)
+    assert result.correction == {"method": "holm", "tests": 6, "baseline": None}
+    assert [p["p_holm"] for p in result.pairs] == pytest.approx(naive_holm([p["p_value"] for p in result.pairs]))
+    assert "Holm's correction for 6 tests (all pairs" in result.format()
