@@ -60,6 +60,16 @@ def test_score_replies_ranks_candidates_by_raw_score(client, app_scorer, tiny_ch
     assert plot["type"] == "matplotlib"
 
 
+def test_the_score_tables_say_why_a_row_is_floored(client, tiny_checkpoint):
+    """Issue 60: an emoji reply showed -130.36 with no word why."""
+    table, _ = client.predict(CONTEXT, "fine thanks\n😀😀\n?!", str(tiny_checkpoint), api_name="/score_replies")
+    assert table["headers"][4] == "flags"
+    flags = {row[1]: row[4] for row in table["data"]}
+    assert flags == {"fine thanks": "", "😀😀": "floored: unreadable", "?!": "floored: punctuation"}
+    _, turns, _ = client.predict("hi\nhello how are you\n😀", "mean", str(tiny_checkpoint), api_name="/score_dialogue")
+    assert [row[4] for row in turns["data"]] == ["", "floored: unreadable"]
+
+
 def test_score_dialogue_gives_per_turn_scores_and_the_aggregate(client, app_scorer, tiny_checkpoint):
     dialogue = ["hi", "hello how are you", "fine thanks", "good day"]
     summary, turns, chart = client.predict(
