@@ -246,3 +246,44 @@ def test_the_tests_keep_every_hugging_face_cache_in_a_home_of_their_own():
     caches = [evaluate.config.HF_METRICS_CACHE, evaluate.config.HF_MODULES_CACHE, datasets.config.HF_DATASETS_CACHE]
     caches += [constants.HF_HUB_CACHE, constants.HF_XET_CACHE]
     assert all(Path(cache).is_relative_to(home) for cache in caches), caches
+
+
+def test_predictions_and_sources_are_responses_and_contexts(metric):
+    """Issue 60: COMET's module takes sources and predictions; compute(predictions=..., references=...) failed."""
+    named = metric.compute(**PAIRS)
+    aliased = metric.compute(predictions=PAIRS["responses"], sources=PAIRS["contexts"], references=["x", "y"])
+    np.testing.assert_array_equal(aliased["scores"], named["scores"])
+    with pytest.raises(ValueError, match="give responses or predictions, not both"):
+        metric.compute(responses=PAIRS["responses"], predictions=PAIRS["responses"], contexts=PAIRS["contexts"])
+
+
+TOY_MODULE = """
+import datasets
+import evaluate
+
+
+class Toy(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(
+            description="exact match",
+            citation="",
+            inputs_description="",
+            features=datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
+        )
+
+    def _compute(self, predictions, references, sources=None):
+        return {"exact_match": sum(p == r for p, r in zip(predictions, references)) / len(predictions)}
+"""
+
+
+def test_density_sits_in_evaluate_combine_beside_another_module(metric, tmp_path, tiny_scorer):
+    """evaluate.combine passes predictions, references and every other keyword (here sources) to each module."""
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "toy.py").write_text(TOY_MODULE)
+    combined = evaluate.combine([metric, evaluate.load(str(tmp_path / "toy"))])
+    results = combined.compute(
+        predictions=PAIRS["responses"], references=["fine thanks", "rain"], sources=PAIRS["contexts"]
+    )
+    assert results["exact_match"] == 0.5
+    expected = tiny_scorer.score(PAIRS["contexts"], PAIRS["responses"])
+    np.testing.assert_allclose(results["scores"], expected.scores, rtol=1e-5)

@@ -39,11 +39,12 @@ does not). No reference response is needed.
 """
 
 _KWARGS_DESCRIPTION = """
-Args:
+Args (`sources` and `predictions` are accepted as other names of `contexts` and `responses`, as COMET's module
+names them and `evaluate.combine` passes them; `references` is accepted and not read, DEnsity needs none):
     contexts (`list` of `list` of `str`): per row, the dialogue turns before the response,
         oldest first. A plain string per row is read as one turn. An empty list is allowed.
-    responses (`list` of `str`): the responses to score, one per row. An empty or blank string, or
-        one whose every token is unknown to the encoder (emoji only), gets the floor score: twice the
+    responses (`list` of `str`): the responses to score, one per row. An empty or blank string, one whose
+        every token is unknown to the encoder (emoji only), or one without a letter or digit, gets the floor score: twice the
         largest distance of the checkpoint's held-out human replies, so below every one of them
         (calibrated 0.0); such rows are flagged.
 
@@ -69,11 +70,12 @@ Returns:
     density (`float`): mean of `scores`.
     calibrated_mean (`float`): mean of `calibrated`.
     flags (`list` of `list` of `str`): per row, what makes its score mean little, `[]` for most rows:
-        "empty" (an empty or blank reply) and "unreadable" (every token unknown), both scored at the floor;
-        "punctuation" (no letter or digit: "...", "?!"); "truncated" (the pair did not fit `max_length`).
+        "empty" (an empty or blank reply), "unreadable" (every token unknown) and
+        "punctuation" (no letter or digit: "...", "?!"), all three scored at the floor; "truncated" (the pair
+        did not fit `max_length`).
         A flagged row also makes `compute` log one warning with the counts.
-    signature (`str`): checkpoint id, revision or content hash, options (`floor=v1`: the floor's policy),
-        library versions.
+    signature (`str`): checkpoint id, revision or content hash, options (`floor=v2`: the floor's policy;
+        `specials=text`: special-token text such as "[SEP]" in a turn or reply is read as text), library versions.
     ratings (`list` of `float`, only for a checkpoint with a few-shot rating head made by
         `python -m train calibrate`): predicted human rating per row, on the ratings' scale.
 
@@ -172,8 +174,18 @@ class Density(evaluate.Metric):
         contexts, responses = check_pairs(contexts, responses)
         super().add_batch(contexts=contexts, responses=responses, **kwargs)
 
-    def compute(self, *, contexts=None, responses=None, **kwargs):
-        """Score the rows given here, or those added with `add`/`add_batch` if none are given."""
+    def compute(self, *, contexts=None, responses=None, predictions=None, sources=None, references=None, **kwargs):
+        """Score the rows given here, or those added with `add`/`add_batch` if none are given. `predictions` and
+        `sources` are other names of `responses` and `contexts` (COMET's, and what `evaluate.combine` passes);
+        `references` is accepted and not read: DEnsity needs no reference."""
+        for name, alias, value, other in (
+            ("responses", "predictions", responses, predictions),
+            ("contexts", "sources", contexts, sources),
+        ):
+            if value is not None and other is not None:
+                raise ValueError(f"give {name} or {alias}, not both: {alias} is another name of {name}")
+        contexts = sources if contexts is None else contexts
+        responses = predictions if responses is None else responses
         if contexts is None and responses is None:
             return super().compute(**kwargs)
         contexts, responses = check_pairs(contexts, responses)
