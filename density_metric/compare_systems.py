@@ -38,8 +38,9 @@ from .tables import Row, raise_for_bad_rows, read_table
 logger = logging.getLogger(__name__)
 
 # The signature fields that decide a score's value (DensityScorer.signature); the library versions do not.
-# floor: the policy for empty and unreadable replies (row_flags.FLOOR_POLICY; "" before it existed).
-SCORE_DEFINING_FIELDS = ("checkpoint", "max_length", "dtype", "floor")
+# floor: the policy for replies without a word (row_flags.FLOOR_POLICY; "" before it existed); specials: "text" where
+# special-token text is read as text ("" before).
+SCORE_DEFINING_FIELDS = ("checkpoint", "max_length", "dtype", "floor", "specials")
 
 
 class Scorer(Protocol):

@@ -163,7 +163,8 @@ def pairwise_grid(result: ComparisonResult) -> str:
     family = f"against the baseline {correction['baseline']!r}" if correction.get("baseline") else "all pairs"
     lines = [
         grid,
-        f"* p < {ALPHA} after Holm's correction for {correction['tests']} tests ({family}; {test} decides); "
+        f"* p < {ALPHA} after Holm's correction for {correction['tests']} test{'' if correction['tests'] == 1 else 's'} "
+        f"({family}; {test} decides); "
         "p, p_bs and p_ar are uncorrected",
         "",
     ]
