@@ -46,6 +46,7 @@ def main(argv=None) -> None:
     parser.add_argument("--dtype", default="bfloat16", choices=("float32", "bfloat16"))
     parser.add_argument("--max-tokens", type=int, default=None, help="the scorer's token budget (default: its own)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=0, help="the first N of the seeded test pairs (default: all)")
     parser.add_argument("--checkpoint", default=None, help="default: the bundled checkpoint")
     parser.add_argument("--batch-size", type=int, default=None, help="the scorer's pair cap (default: its own)")
     parser.add_argument(
@@ -60,7 +61,7 @@ def main(argv=None) -> None:
     }
     scorer = DensityScorer(args.checkpoint, dtype=args.dtype, progress=False, **options)
     encoder = scorer.encoder
-    contexts, responses = dailydialog_test_pairs(args.data_dir)
+    contexts, responses = dailydialog_test_pairs(args.data_dir, args.pairs)
     scorer.score(contexts[:256], responses[:256], warn=False)  # warm-up: kernels, the allocator's pool
     if args.score_only:
         seconds = best_of(args.repeats, lambda: scorer.score(contexts, responses, warn=False))
