@@ -73,11 +73,10 @@ class ModelColumns:
         features = self.scorer.features(contexts, responses)
         distances = self.scorer.distances_of(features, responses)
         result = self.scorer.result(distances)
-        euclidean = np.linalg.norm(features.astype(np.float64) - self.scorer.stats.mean, axis=1)
         columns = {
             f"{self.prefix}DEnsity": result.scores,
             f"{self.prefix}DEnsity (calibrated)": result.calibrated,
-            f"{self.prefix}-Euclidean to mean": -euclidean,
+            f"{self.prefix}-Euclidean to mean": -self.scorer.stats.euclidean(features),
         }
         if self.scorer.checkpoint.head is not None:
             columns[f"{self.prefix}f(c,r) classifier"] = self.scorer.classifier_from_features(features)

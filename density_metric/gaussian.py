@@ -213,6 +213,11 @@ class GaussianStats:
     def dim(self) -> int:
         return self.mean.shape[0]
 
+    def euclidean(self, features: np.ndarray) -> np.ndarray:
+        """The Euclidean distance ||h - mu|| of each row of ``features`` (n, d) to the mean: (n,) float64. The paper's
+        Table 2 ablation: the density's mean without its covariance (not calibrated, no floor: not the score)."""
+        return np.linalg.norm(np.asarray(features, dtype=np.float64) - self.mean, axis=1)
+
     def distances(self, features: np.ndarray, reply_rep2: np.ndarray | None = None) -> np.ndarray:
         """The score's distance of each row, (n,) float64: the Mahalanobis distance of the features (n, d),
         with the repetition term if these statistics carry one, which then needs the replies' rep-2 (n,)."""

@@ -169,6 +169,15 @@ class DensityScorer:
         contexts, responses = check_pairs(contexts, responses)
         return self.classifier_from_features(self.features(contexts, responses))
 
+    def euclidean_scores(self, contexts: Sequence, responses: Sequence) -> np.ndarray:
+        """Minus the Euclidean distance of g(c, r) to the Gaussian's mean, -||g - mu||: (n,) float64.
+
+        The paper's Table 2 ablation (Mahalanobis against Euclidean against the classifier), not DEnsity: raw, not
+        calibrated and without the floor. From features already computed: ``-self.stats.euclidean(features)``.
+        """
+        contexts, responses = check_pairs(contexts, responses)
+        return -self.stats.euclidean(self.features(contexts, responses))
+
     def classifier_from_features(self, features: np.ndarray) -> np.ndarray:
         """f(c, r) from already computed features (n, d): (n,) float64."""
         if self.checkpoint.head is None:

@@ -284,3 +284,12 @@ def test_token_budget_and_pair_cap_do_not_change_float32_scores(tiny_scorer):
         from density_metric.features import Encoder
 
         Encoder(tiny_scorer.encoder.model, tiny_scorer.encoder.tokenizer, tiny_scorer.encoder.pair_format, max_tokens=0)
+
+
+def test_euclidean_scores_are_minus_the_distance_to_the_mean(tiny_scorer):
+    """Issue 62's third scoring row, against a loop over rows in float64."""
+    contexts, responses = synthetic_pairs(12, seed=48)
+    features = tiny_scorer.features(contexts, responses).astype(np.float64)
+    mean = tiny_scorer.stats.mean
+    expected = [-np.sqrt(sum((value - m) ** 2 for value, m in zip(row, mean))) for row in features]
+    np.testing.assert_allclose(tiny_scorer.euclidean_scores(contexts, responses), expected, rtol=1e-9)
