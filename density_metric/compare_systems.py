@@ -32,7 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .row_flags import FLAGS, TRUNCATED, count_flags
-from .significance import ComparisonResult, compare
+from .significance import ComparisonResult, check_baseline, compare
 from .tables import Row, raise_for_bad_rows, read_table
 
 logger = logging.getLogger(__name__)
@@ -60,12 +60,14 @@ def compare_responses(
         scorer: the loaded checkpoint (a :class:`~density_metric.DensityScorer`).
         contexts: n rows, each a list of turns (oldest first) or one string.
         systems: ``{name: n responses}``, at least 2.
-        options: :func:`density_metric.compare`'s (``test``, ``resamples``, ``trials``, ``seed``).
+        options: :func:`density_metric.compare`'s (``test``, ``resamples``, ``trials``, ``seed``, ``baseline``);
+            an unknown ``baseline`` is an error before anything is scored.
     """
     if not isinstance(systems, Mapping):
         raise ValueError(f"systems must be a dict {{name: responses}}, got {type(systems).__name__}")
     if len(systems) < 2:
         raise ValueError(f"systems: give at least 2 systems to compare, got {len(systems)}")
+    check_baseline(options.get("baseline"), [str(name) for name in systems])
     results = {}
     for name, responses in systems.items():
         try:
@@ -261,15 +263,22 @@ def check_same_scorer(systems: Sequence[SystemTable]) -> str | None:
 
 
 def compare_tables(
-    systems: Sequence[SystemTable], scorer_factory: Callable[[], Scorer] | None = None, **options: Any
+    systems: Sequence[SystemTable],
+    scorer_factory: Callable[[], Scorer] | None = None,
+    *,
+    baseline: str | None = None,
+    **options: Any,
 ) -> tuple[ComparisonResult, list[SystemTable]]:
     """Compare system tables with the same contexts: all with stored scores, or all scored now.
 
-    ``scorer_factory()`` returns the DensityScorer; it is called only if the tables need scoring.
+    ``scorer_factory()`` returns the DensityScorer; it is called only if the tables need scoring. ``baseline``: a
+    system's name; each other system is then tested against it alone, else every pair (Holm-corrected either way:
+    :func:`density_metric.significance.compare`). ``options``: that function's others (``test``, ``seed``...).
 
     Raises:
-        ValueError: some tables have stored scores and others not (:func:`check_all_or_none_stored`), or
-            stored scores of two checkpoints or settings (:func:`check_same_scorer`).
+        ValueError: some tables have stored scores and others not (:func:`check_all_or_none_stored`), stored
+            scores of two checkpoints or settings (:func:`check_same_scorer`), or a ``baseline`` that names none
+            of the systems (before anything is scored).
     """
     if len(systems) < 2:
         raise ValueError(f"give at least 2 system files to compare, got {len(systems)}")
@@ -277,6 +286,7 @@ def compare_tables(
     if len(set(names)) != len(names):
         duplicate = next(name for name in names if names.count(name) > 1)
         raise ValueError(f"{duplicate!r} names two systems (file stems); give --names")
+    check_baseline(baseline, names)
     check_same_contexts(systems)
     check_all_or_none_stored(systems)
     stored_signature = check_same_scorer(systems) if systems[0].scores is not None else None
@@ -298,6 +308,7 @@ def compare_tables(
         {system.name: system.scores for system in systems},
         calibrated=calibrated,
         scorer_signature=signature,
+        baseline=baseline,
         **options,
     )
     report_flags(result, {system.name: system.flags for system in systems})

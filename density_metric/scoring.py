@@ -271,12 +271,13 @@ class DensityScorer:
             contexts: n rows, each a list of turns (oldest first) or one string.
             systems: ``{name: n responses}``, at least 2.
             options: :func:`density_metric.compare`'s: ``test`` (``"ar"``, default, or ``"bs"``),
-                ``resamples`` (1,000), ``trials`` (10,000), ``seed`` (12345).
+                ``resamples`` (1,000), ``trials`` (10,000), ``seed`` (12345), ``baseline`` (a system's name:
+                each other system is tested against it alone; default None, every pair).
 
         Returns:
             A :class:`~density_metric.significance.ComparisonResult`: per system the mean score, its
-            95 % interval and the mean calibrated score; per pair the difference, its interval and
-            p-values.
+            95 % interval, the mean calibrated score and the degenerate and truncated rows; per pair tested the
+            difference, its interval and p-values, raw and Holm-corrected over the pairs tested.
         """
         from .compare_systems import compare_responses
 

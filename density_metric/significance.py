@@ -76,6 +76,7 @@ __all__ = [
     "TESTS",
     "ComparisonResult",
     "bootstrap_indices",
+    "check_baseline",
     "compare",
     "holm",
     "grid_cells",
@@ -345,10 +346,9 @@ def compare(
         for j, name in enumerate(system_names)
     ]
 
+    check_baseline(baseline, system_names)
     if baseline is None:
         pair_index = list(itertools.combinations(range(len(system_names)), 2))
-    elif baseline not in system_names:
-        raise ValueError(f"baseline {baseline!r} is not one of the systems {system_names}")
     else:  # a = each other system, b = the baseline: delta = mean(system) - mean(baseline)
         pair_index = [(j, system_names.index(baseline)) for j, name in enumerate(system_names) if name != baseline]
     differences = np.stack([matrix[:, a] - matrix[:, b] for a, b in pair_index], axis=1)  # (n, pairs)
@@ -398,6 +398,12 @@ def compare(
         logger.warning(warning)
     correction = {"method": "holm", "tests": len(pairs), "baseline": baseline}
     return ComparisonResult(systems, pairs, signature, warnings, boot_differences, correction)
+
+
+def check_baseline(baseline: str | None, names: Sequence[str]) -> None:
+    """A ValueError naming ``baseline`` and the systems where it is none of ``names`` (None: no baseline)."""
+    if baseline is not None and baseline not in names:
+        raise ValueError(f"baseline {baseline!r} is not one of the systems {list(names)}")
 
 
 def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:

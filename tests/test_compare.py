@@ -372,3 +372,34 @@ def test_the_compare_command_tests_each_system_against_a_baseline(tiny_checkpoin
     assert [(p["a"], p["b"]) for p in out["pairs"]] == [("good", "base"), ("empty", "base")]
     assert out["correction"] == {"method": "holm", "tests": 2, "baseline": "base"}
     assert "Holm's correction for 2 tests (against the baseline 'base'" in capsys.readouterr().out
+
+
+def test_an_unknown_baseline_is_an_error_naming_it_and_the_systems_before_anything_is_scored(tiny_scorer, tmp_path):
+    from density_metric.compare_systems import compare_tables, read_system
+
+    write_jsonl(tmp_path / "good.jsonl", system_rows(GOOD))
+    write_jsonl(tmp_path / "bad.jsonl", system_rows(BAD))
+    systems = [read_system(tmp_path / "good.jsonl"), read_system(tmp_path / "bad.jsonl")]
+    expected = r"baseline 'base' is not one of the systems \['good', 'bad'\]"
+    with pytest.raises(ValueError, match=expected):
+        compare_tables(systems, lambda: pytest.fail("scored before the baseline was checked"), baseline="base")
+
+    class Unscored:
+        signature = "none"
+
+        def score(self, *args, **kwargs):
+            pytest.fail("scored before the baseline was checked")
+
+    from density_metric.compare_systems import compare_responses
+
+    with pytest.raises(ValueError, match=expected):
+        compare_responses(Unscored(), CONTEXTS, {"good": GOOD, "bad": BAD}, baseline="base")
+
+
+def test_scorer_compare_tests_each_system_against_the_baseline_alone(tiny_scorer):
+    systems = {"base": BAD, "good": GOOD, "empty": EMPTY}
+    result = tiny_scorer.compare(CONTEXTS, systems, baseline="base", resamples=100, trials=100)
+    assert [(p["a"], p["b"]) for p in result.pairs] == [("good", "base"), ("empty", "base")]
+    good, base = (tiny_scorer.score(CONTEXTS, systems[name]).scores for name in ("good", "base"))
+    assert result.pair("good", "base")["delta"] == pytest.approx(good.mean() - base.mean(), rel=1e-6)
+    assert result.correction == {"method": "holm", "tests": 2, "baseline": "base"}
