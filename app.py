@@ -27,7 +27,7 @@ import pandas as pd  # noqa: E402
 
 from density_metric import DensityScorer, resolve_checkpoint  # noqa: E402
 from density_metric.compare_systems import compare_tables, read_system  # noqa: E402
-from density_metric.comparison_result import flagged_cell, truncated_cell  # noqa: E402
+from density_metric.comparison_result import correction_text, flagged_cell, truncated_cell  # noqa: E402
 from density_metric.row_flags import FLOORED  # noqa: E402
 from density_metric.significance import ALPHA, TESTS, ComparisonResult, grid_cells  # noqa: E402
 from density_metric.tables import (  # noqa: E402
@@ -180,7 +180,8 @@ def distribution_plot(scorer: DensityScorer, labels: list[str], scores: np.ndarr
 
 
 def differences_plot(result: ComparisonResult):
-    """Each pair's mean paired difference (a - b) with its bootstrap 95 % interval; filled where p < 0.05."""
+    """Each pair's mean paired difference (a - b) with its bootstrap 95 % interval; filled where significant (the
+    Holm-corrected p < 0.05)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -204,7 +205,7 @@ def differences_plot(result: ComparisonResult):
     ax.set_yticks(range(len(pairs)), [f"{p['a']} - {p['b']}" for p in pairs])
     ax.set_ylim(-0.7, len(pairs) - 0.3)
     ax.invert_yaxis()
-    ax.set_xlabel(f"mean paired difference of DEnsity scores, 95 % interval (filled: p < {ALPHA})")
+    ax.set_xlabel(f"mean paired difference of DEnsity scores, 95 % interval (filled: Holm-corrected p < {ALPHA})")
     fig.tight_layout()
     plt.close(fig)
     return fig
@@ -374,14 +375,17 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
         names = [s["name"] for s in result.systems]
         grid = pd.DataFrame(grid_cells(result), columns=["row - column", *names])
         verdicts = [
-            f"- **{p['winner']}** is better than **{p['b'] if p['winner'] == p['a'] else p['a']}**"
-            f" (delta {p['delta']:+.3f}, p = {p['p_value']:.4f})"
-            if p["winner"]
-            else f"- {p['a']} vs {p['b']}: no significant difference (delta {p['delta']:+.3f}, p = {p['p_value']:.4f})"
+            (
+                f"- **{p['winner']}** is better than **{p['b'] if p['winner'] == p['a'] else p['a']}**"
+                if p["winner"]
+                else f"- {p['a']} vs {p['b']}: no significant difference"
+            )
+            + f" (delta {p['delta']:+.3f}, p = {p['p_value']:.4f}, Holm-corrected {p['p_holm']:.4f})"
             for p in result.pairs
         ]
+        decided = f"Significant: p < {ALPHA} after {correction_text(result)}; p is uncorrected."
         warnings = [f"- **warning:** {warning}" for warning in result.warnings]
-        summary = "\n".join([*verdicts, *warnings, "", f"`{result.signature}`"])
+        summary = "\n".join([*verdicts, "", decided, "", *warnings, "", f"`{result.signature}`"])
         return table, grid, differences_plot(result), summary
 
     def about(checkpoint: str):
@@ -447,7 +451,7 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
             compare_separator = gr.Textbox(label="Split string contexts into turns on (optional)", value="")
             compare_button = gr.Button("Compare", variant="primary")
             system_table = gr.Dataframe(headers=SYSTEM_HEADERS, label="Systems", interactive=False)
-            grid = gr.Dataframe(label=f"Row minus column; * p < {ALPHA}", interactive=False)
+            grid = gr.Dataframe(label=f"Row minus column; * Holm-corrected p < {ALPHA}", interactive=False)
             differences = gr.Plot(label="Paired differences with 95 % intervals")
             verdict = gr.Markdown()
             compare_button.click(

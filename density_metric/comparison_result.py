@@ -154,18 +154,22 @@ def grid_cells(result: ComparisonResult) -> list[list[str]]:
     return rows
 
 
+def correction_text(result: ComparisonResult, detail: str = "") -> str:
+    """The correction, its number of tests and their family, e.g. ``Holm's correction for 15 tests (against the
+    baseline 'base')``; ``detail`` goes inside the brackets after the family."""
+    tests, baseline = result.correction["tests"], result.correction.get("baseline")
+    family = f"against the baseline {baseline!r}" if baseline else "all pairs"
+    return f"Holm's correction for {tests} test{'' if tests == 1 else 's'} ({family}{f'; {detail}' if detail else ''})"
+
+
 def pairwise_grid(result: ComparisonResult) -> str:
     """The grid of :func:`grid_cells` and a line per pair, as text."""
     names = [s["name"] for s in result.systems]
     test = TESTS[result.pairs[0]["test"]] if result.pairs else TESTS["ar"]
     grid = _text_table(["row - column", *names], grid_cells(result))
-    correction = result.correction
-    family = f"against the baseline {correction['baseline']!r}" if correction.get("baseline") else "all pairs"
     lines = [
         grid,
-        f"* p < {ALPHA} after Holm's correction for {correction['tests']} test{'' if correction['tests'] == 1 else 's'} "
-        f"({family}; {test} decides); "
-        "p, p_bs and p_ar are uncorrected",
+        f"* p < {ALPHA} after {correction_text(result, f'{test} decides')}; p, p_bs and p_ar are uncorrected",
         "",
     ]
     header = ["a", "b", "delta", "95% CI", "p", "p_holm", "p_bs", "p_ar", "a wins", "b wins", "ties", "verdict"]

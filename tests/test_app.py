@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import threading
 
 import httpx
@@ -12,6 +13,7 @@ from gradio_client import Client, handle_file
 from density_metric.tables import read_rows
 
 from .ports import free_port
+from .test_significance import naive_holm
 
 CONTEXT = "hi\nhow are you"
 REPLIES = ["fine thanks", "the weather is nice", "you you you"]
@@ -244,6 +246,28 @@ def test_compare_files_needs_two_files(client, tiny_checkpoint, tmp_path):
         client.predict(
             [write_system(tmp_path / "a.jsonl", ["x"] * 4)], "", str(tiny_checkpoint), api_name="/compare_files"
         )
+
+
+def test_compare_files_counts_degenerate_and_truncated_rows_apart_and_says_holms_correction(
+    client, tiny_checkpoint, tmp_path
+):
+    """Issue 60: truncated rows (long human dialogues) were counted with the degenerate ones, and the verdicts, decided
+    on Holm-corrected p-values, showed only the uncorrected p."""
+    good = ["hello", "fine thanks", "morning", "bye"]
+    long = [" ".join([reply] * 40) for reply in good]  # past the tiny checkpoint's max_length of 64
+    files = [
+        write_system(tmp_path / "good.jsonl", good),
+        write_system(tmp_path / "empty.jsonl", [""] * 4),
+        write_system(tmp_path / "long.jsonl", long),
+    ]
+    table, _, _, summary = client.predict(files, "", str(tiny_checkpoint), api_name="/compare_files")
+    assert table["headers"][-2:] == ["degenerate rows", "truncated rows"]
+    assert [row[-2:] for row in table["data"]] == [["0", "0"], ["4 (4 empty)", "0"], ["0", "4"]]
+    assert "Holm's correction for 3 tests (all pairs)" in summary
+    found = re.findall(r"p = ([0-9.]+), Holm-corrected ([0-9.]+)\)", summary)
+    assert len(found) == 3
+    raw, corrected = ([float(values[j]) for values in found] for j in (0, 1))
+    np.testing.assert_allclose(corrected, naive_holm(raw), atol=2e-4)  # from 4-digit p-values
 
 
 # ---------------------------------------------------------------- start-up and files left behind
