@@ -287,3 +287,27 @@ def test_density_sits_in_evaluate_combine_beside_another_module(metric, tmp_path
     assert results["exact_match"] == 0.5
     expected = tiny_scorer.score(PAIRS["contexts"], PAIRS["responses"])
     np.testing.assert_allclose(results["scores"], expected.scores, rtol=1e-5)
+
+
+def test_add_batch_and_add_take_the_names_compute_takes(metric):
+    """As evaluate's own loop: add_batch(predictions=..., references=...) batch by batch, then compute()."""
+    named = metric.compute(**PAIRS)
+    metric.add_batch(predictions=PAIRS["responses"][:1], sources=PAIRS["contexts"][:1], references=["fine"])
+    metric.add(prediction=PAIRS["responses"][1], source=PAIRS["contexts"][1], reference="rain")
+    np.testing.assert_array_equal(metric.compute()["scores"], named["scores"])
+    with pytest.raises(ValueError, match="give contexts or sources, not both"):
+        metric.add_batch(contexts=PAIRS["contexts"], sources=PAIRS["contexts"], responses=PAIRS["responses"])
+    with pytest.raises(ValueError, match="give responses or prediction, not both"):
+        metric.add(contexts=["hi"], responses="hello", prediction="hello")
+
+
+def test_a_combined_evaluation_adds_batches_given_contexts_and_responses_too(metric, tmp_path):
+    """evaluate.combine's add_batch picks each module's inputs by its feature names: density's are contexts and
+    responses, so they are given beside predictions and references."""
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "toy.py").write_text(TOY_MODULE)
+    combined = evaluate.combine([metric, evaluate.load(str(tmp_path / "toy"))])
+    combined.add_batch(predictions=PAIRS["responses"], references=["fine thanks", "rain"], **PAIRS)
+    results = combined.compute()
+    assert results["exact_match"] == 0.5
+    np.testing.assert_array_equal(results["scores"], metric.compute(**PAIRS)["scores"])

@@ -40,7 +40,8 @@ does not). No reference response is needed.
 
 _KWARGS_DESCRIPTION = """
 Args (`sources` and `predictions` are accepted as other names of `contexts` and `responses`, as COMET's module
-names them and `evaluate.combine` passes them; `references` is accepted and not read, DEnsity needs none):
+names them and `evaluate.combine` passes them, by `compute` and `add_batch` (`add`: `source`, `prediction`);
+`references` is accepted and not read, DEnsity needs none):
     contexts (`list` of `list` of `str`): per row, the dialogue turns before the response,
         oldest first. A plain string per row is read as one turn. An empty list is allowed.
     responses (`list` of `str`): the responses to score, one per row. An empty or blank string, one whose
@@ -116,6 +117,18 @@ def check_options(given, own: list[str]) -> None:
         )
 
 
+def _either_name(contexts, responses, sources, predictions, aliases=("sources", "predictions")):
+    """`contexts` and `responses`, given by those names or by their `aliases` (COMET's `sources` and `predictions`);
+    a ValueError naming both names of a field given twice."""
+    for name, alias, value, other in (
+        ("contexts", aliases[0], contexts, sources),
+        ("responses", aliases[1], responses, predictions),
+    ):
+        if value is not None and other is not None:
+            raise ValueError(f"give {name} or {alias}, not both: {alias} is another name of {name}")
+    return (sources if contexts is None else contexts), (predictions if responses is None else responses)
+
+
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Density(evaluate.Metric):
     def __init__(
@@ -163,29 +176,26 @@ class Density(evaluate.Metric):
     def _download_and_prepare(self, dl_manager):
         self.scorer = DensityScorer(**self.scorer_options)
 
-    def add(self, *, contexts=None, responses=None, **kwargs):
-        """Add one row: `contexts` is its list of turns (or one string), `responses` its response. A bad value
-        raises a ValueError naming the field, here rather than at `compute`."""
+    def add(self, *, contexts=None, responses=None, source=None, prediction=None, reference=None, **kwargs):
+        """Add one row: `contexts` is its list of turns (or one string), `responses` its response; `source` and
+        `prediction` are other names of them (evaluate's singular names for `add`), `reference` is not read. A bad
+        value raises a ValueError naming the field, here rather than at `compute`."""
+        contexts, responses = _either_name(contexts, responses, source, prediction, ("source", "prediction"))
         contexts, responses = as_context(contexts, None), as_response(responses, None)
         super().add(contexts=contexts, responses=responses, **kwargs)
 
-    def add_batch(self, *, contexts=None, responses=None, **kwargs):
-        """Add a batch of rows; see `compute` for the fields. Bad rows raise a ValueError naming the row."""
+    def add_batch(self, *, contexts=None, responses=None, sources=None, predictions=None, references=None, **kwargs):
+        """Add a batch of rows; see `compute` for the fields and their other names. Bad rows raise a ValueError
+        naming the row."""
+        contexts, responses = _either_name(contexts, responses, sources, predictions)
         contexts, responses = check_pairs(contexts, responses)
         super().add_batch(contexts=contexts, responses=responses, **kwargs)
 
-    def compute(self, *, contexts=None, responses=None, predictions=None, sources=None, references=None, **kwargs):
+    def compute(self, *, contexts=None, responses=None, sources=None, predictions=None, references=None, **kwargs):
         """Score the rows given here, or those added with `add`/`add_batch` if none are given. `predictions` and
         `sources` are other names of `responses` and `contexts` (COMET's, and what `evaluate.combine` passes);
         `references` is accepted and not read: DEnsity needs no reference."""
-        for name, alias, value, other in (
-            ("responses", "predictions", responses, predictions),
-            ("contexts", "sources", contexts, sources),
-        ):
-            if value is not None and other is not None:
-                raise ValueError(f"give {name} or {alias}, not both: {alias} is another name of {name}")
-        contexts = sources if contexts is None else contexts
-        responses = predictions if responses is None else responses
+        contexts, responses = _either_name(contexts, responses, sources, predictions)
         if contexts is None and responses is None:
             return super().compute(**kwargs)
         contexts, responses = check_pairs(contexts, responses)
