@@ -44,11 +44,12 @@ import numbers
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
+from .packing import ContextTails, PackedRows, TextIds, context_tails, distinct_contexts, gather, within
 from .packing import PackedRow as PackedRow  # re-exported: rows are built here
-from .packing import PackedRows, TextIds, context_tails, distinct_contexts, gather, within
 
 # The fewest special tokens a pair template adds ([CLS] a [SEP] b [SEP]); the response cap
 # must leave room for them. The tokenizer's real count is checked when encoding.
@@ -299,14 +300,36 @@ class PairFormat:
         if not contexts:
             return []
         specials = special_token_layout(tokenizer)
-        text_ids = text_ids or TextIds(tokenizer)
         reply = np.fromiter(map(len, reply_ids), dtype=np.int64, count=len(reply_ids))
+        ones = np.ones(len(contexts), dtype=np.int64)
+        read = self._read_contexts(text_ids or TextIds(tokenizer), specials, contexts, ones, reply, self.layout)
+        return read.cut.tolist()
+
+    def _read_contexts(
+        self,
+        text_ids: TextIds,
+        specials,
+        contexts: Sequence[Sequence[str]],
+        sizes: np.ndarray,
+        reply: np.ndarray,
+        layout,
+    ) -> _ReadContexts:
+        """Each distinct context read as far back as its pairs keep it (:func:`~density_metric.packing.context_tails`),
+        for contexts with ``sizes`` (n,) candidates each whose replies have ``reply`` (m,) tokens, and per candidate
+        whether truncation cuts its pair. In the paper layout a context is read as far as its shortest reply lets
+        it; in shared-context every context, one without candidates too, to the same budget."""
         kept = np.minimum(reply, self.max_response_length)
-        budget = self._budgets(specials, kept, self.layout)
+        budget = self._budgets(specials, kept, layout)
         owner, distinct = distinct_contexts(contexts)
-        separator = text_ids.constant(self.separator_ids(tokenizer))
-        tails = context_tails(text_ids, distinct, separator, _most(owner, budget, len(distinct)))
-        return ((kept < reply) | (tails.lengths[owner] > budget)).tolist()
+        candidate_owner = np.repeat(owner, sizes)
+        if layout == "paper":
+            context_budget = _most(candidate_owner, budget, len(distinct))
+        else:
+            context_budget = self._context_budget(specials, 0, layout)
+        separator = text_ids.constant(self.separator_ids(text_ids.tokenizer))
+        tails = context_tails(text_ids, distinct, separator, context_budget)
+        cut = (kept < reply) | (tails.lengths[candidate_owner] > budget)
+        return _ReadContexts(owner, candidate_owner, tails, budget, kept, cut)
 
     def _budgets(self, specials, kept_response: np.ndarray, layout: str) -> np.ndarray:
         """:meth:`_context_budget` of every pair with ``kept_response`` (n,) reply tokens: (n,) int64."""
@@ -375,20 +398,10 @@ class PairFormat:
             )
         text_ids = text_ids or TextIds(tokenizer)
         open_, middle, close = (text_ids.constant(ids) for ids in specials)
-        separator = text_ids.constant(self.separator_ids(tokenizer))
         sizes = np.fromiter(map(len, candidates), dtype=np.int64, count=len(candidates))
         replies = text_ids.encode([response.strip() for group in candidates for response in group])
-        reply = text_ids.lengths(replies)
-        kept = np.minimum(reply, self.max_response_length)
-        budget = self._budgets(specials, kept, layout)
-        owner, distinct = distinct_contexts(contexts)
-        candidate_owner = np.repeat(owner, sizes)
-        if layout == "paper":  # a context reads as far back as its shortest reply lets it
-            context_budget = _most(candidate_owner, budget, len(distinct))
-        else:  # every row reads the same budget, a row without candidates too
-            context_budget = self._context_budget(specials, 0, layout)
-        tails = context_tails(text_ids, distinct, separator, context_budget)
-        cut = (kept < reply) | (tails.lengths[candidate_owner] > budget)
+        read = self._read_contexts(text_ids, specials, contexts, sizes, text_ids.lengths(replies), layout)
+        owner, candidate_owner, tails, budget, kept, cut = read
         pool = text_ids.pool
         source = np.concatenate([pool, tails.ids])
         context_end = len(pool) + tails.offsets[1:]
@@ -453,6 +466,19 @@ class PairFormat:
             np.concatenate([[0], np.cumsum(sizes)]),
         )
         return Packing(rows, cut, replies, text_ids)
+
+
+class _ReadContexts(NamedTuple):
+    """What :meth:`PairFormat._read_contexts` finds: per context its distinct context's index (``owner``), per
+    candidate the same (``candidate_owner``), the contexts' ids read (``tails``), and per candidate its context
+    budget, its kept reply tokens and whether its pair is cut."""
+
+    owner: np.ndarray
+    candidate_owner: np.ndarray
+    tails: ContextTails
+    budget: np.ndarray
+    kept: np.ndarray
+    cut: np.ndarray
 
 
 @dataclass(frozen=True)
