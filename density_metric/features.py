@@ -24,8 +24,8 @@ from tqdm.auto import tqdm
 from .backbone import load_backbone
 from .errors import CheckpointError
 from .last_layer import compute_cls_only_in_last_layer, computes_features_only
-from .packing import PackedRow, PackedRows, TextIds, distinct_contexts, gather, within
-from .pair_format import POOLINGS, PairFormat
+from .packing import PackedRow, PackedRows, distinct_contexts, gather, within
+from .pair_format import POOLINGS, Packing, PairFormat
 from .repetition import rep2
 
 logger = logging.getLogger(__name__)
@@ -424,11 +424,7 @@ class Encoder:
         return out
 
     def grouped_rows(
-        self,
-        contexts: Sequence[Sequence[str]],
-        responses: Sequence[str],
-        per_row: int = CANDIDATES_PER_ROW,
-        text_ids: TextIds | None = None,
+        self, contexts: Sequence[Sequence[str]], responses: Sequence[str], per_row: int = CANDIDATES_PER_ROW
     ) -> tuple[PackedRows, np.ndarray]:
         """Encoder rows of the pairs, each distinct context read once per ``per_row`` of its responses.
 
@@ -438,17 +434,24 @@ class Encoder:
         several rows, as :meth:`candidate_features` splits them). The context is truncated to the
         same tokens whatever its candidates, so each pair's feature is the one it gets alone. With
         all contexts distinct the rows are those of :meth:`iter_features`. The paper layout cannot
-        share a context: one row per pair, in input order. ``text_ids``: texts already tokenised, to reuse.
+        share a context: one row per pair, in input order.
 
         Returns:
             The rows, and for the rows' candidates (numbered row after row) the index of their pair.
         """
+        packing, order = self.grouped_packing(contexts, responses, per_row)
+        return packing.rows, order
+
+    def grouped_packing(
+        self, contexts: Sequence[Sequence[str]], responses: Sequence[str], per_row: int = CANDIDATES_PER_ROW
+    ) -> tuple[Packing, np.ndarray]:
+        """:meth:`grouped_rows` with the rest of :meth:`PairFormat.pack`'s answer (each candidate's cut and reply
+        ids), and for the candidates (numbered row after row) the index of their pair."""
         if per_row < 1:
             raise ValueError(f"per_row must be >= 1, got {per_row}")
         if self.pair_format.layout != "shared-context" or not responses:
-            candidates = [[response] for response in responses]
-            rows = self.pair_format.encode_rows(self.tokenizer, contexts, candidates, text_ids)
-            return rows, np.arange(len(responses), dtype=np.int64)
+            packing = self.pair_format.pack(self.tokenizer, contexts, [[response] for response in responses])
+            return packing, np.arange(len(responses), dtype=np.int64)
         owner, distinct = distinct_contexts(contexts)
         order = np.argsort(owner, kind="stable")  # grouped, groups in order of first appearance
         chunk = within(np.bincount(owner)) // per_row
@@ -459,7 +462,7 @@ class Encoder:
         ordered = [responses[i] for i in order.tolist()]
         row_contexts = [distinct[group] for group in grouped[bounds[:-1]].tolist()]
         row_candidates = [ordered[start:end] for start, end in zip(bounds[:-1], bounds[1:])]
-        return self.pair_format.encode_rows(self.tokenizer, row_contexts, row_candidates, text_ids), order
+        return self.pair_format.pack(self.tokenizer, row_contexts, row_candidates), order
 
     def grouped_features(
         self,
@@ -468,21 +471,30 @@ class Encoder:
         batch_size: int | None = None,
         progress: bool | tqdm | None = None,
         per_row: int = CANDIDATES_PER_ROW,
-        text_ids: TextIds | None = None,
     ) -> np.ndarray:
         """g(c, r) of every pair, in input order, reading each repeated context once per row of
         candidates (:meth:`grouped_rows`): (n, d) float32, the features of :meth:`features` to
         float32 rounding (the batches differ where contexts repeat; identical where none does).
 
         A row holds at most ``min(per_row, batch_size)`` candidates and a batch at most
-        ``batch_size``, so ``batch_size`` bounds the pairs of a forward pass as it does unpacked. ``text_ids``: texts
-        already tokenised, to reuse and add to (the scorer's flags read the same)."""
-        per_row = min(per_row, self.pairs_per_batch(batch_size))
-        rows, order = self.grouped_rows(contexts, responses, per_row, text_ids)
+        ``batch_size``, so ``batch_size`` bounds the pairs of a forward pass as it does unpacked."""
+        return self.grouped_pass(contexts, responses, batch_size, progress, per_row)[0]
+
+    def grouped_pass(
+        self,
+        contexts: Sequence[Sequence[str]],
+        responses: Sequence[str],
+        batch_size: int | None = None,
+        progress: bool | tqdm | None = None,
+        per_row: int = CANDIDATES_PER_ROW,
+    ) -> tuple[np.ndarray, Packing, np.ndarray]:
+        """:meth:`grouped_features`, with the packing its rows came from and the pair of each of its candidates
+        (:meth:`grouped_packing`): what else the scorer reads of the same tokens (the flags)."""
+        packing, order = self.grouped_packing(contexts, responses, min(per_row, self.pairs_per_batch(batch_size)))
         out = np.empty((len(responses), self.dim), dtype=np.float32)
-        for index, features in self.iter_row_features(rows, batch_size, progress):
+        for index, features in self.iter_row_features(packing.rows, batch_size, progress):
             out[order[index]] = features
-        return out
+        return out, packing, order
 
     def candidate_features(
         self,

@@ -280,10 +280,9 @@ class PairFormat:
         """The ids put between two context turns: the turn separator read as the token it names."""
         return tokenizer(self.turn_separator, add_special_tokens=False)["input_ids"]
 
-    def reply_ids(self, tokenizer, responses: Sequence[str], text_ids: TextIds | None = None) -> list[list[int]]:
-        """Each reply's token ids as :meth:`encode` reads them, before truncation: ``[]`` for a blank reply.
-        ``text_ids``: texts already tokenised (:meth:`pack`'s), to reuse."""
-        text_ids = text_ids or TextIds(tokenizer)
+    def reply_ids(self, tokenizer, responses: Sequence[str]) -> list[list[int]]:
+        """Each reply's token ids as :meth:`encode` reads them, before truncation: ``[]`` for a blank reply."""
+        text_ids = TextIds(tokenizer)
         return text_ids.ids(text_ids.encode([response.strip() for response in responses]))
 
     def truncated(
@@ -291,18 +290,16 @@ class PairFormat:
         tokenizer,
         contexts: Sequence[Sequence[str]],
         reply_ids: Sequence[Sequence[int]],
-        text_ids: TextIds | None = None,
     ) -> list[bool]:
         """For every pair, whether this format cuts its context or its reply (of token ids ``reply_ids``, from
         :meth:`reply_ids`) to fit: the encoder then reads only part of the pair. Each distinct turn is
-        tokenised once (or not again, where ``text_ids`` already holds it), and only as far back as the encoder
-        could read."""
+        tokenised once, and only as far back as the encoder could read."""
         if not contexts:
             return []
         specials = special_token_layout(tokenizer)
         reply = np.fromiter(map(len, reply_ids), dtype=np.int64, count=len(reply_ids))
         ones = np.ones(len(contexts), dtype=np.int64)
-        read = self._read_contexts(text_ids or TextIds(tokenizer), specials, contexts, ones, reply, self.layout)
+        read = self._read_contexts(TextIds(tokenizer), specials, contexts, ones, reply, self.layout)
         return read.cut.tolist()
 
     def _read_contexts(
@@ -351,7 +348,6 @@ class PairFormat:
         tokenizer,
         contexts: Sequence[Sequence[str]],
         candidates: Sequence[Sequence[str]],
-        text_ids: TextIds | None = None,
     ) -> PackedRows:
         """Encoder rows for each context with its candidates, in this format's layout.
 
@@ -362,12 +358,11 @@ class PairFormat:
         Args:
             contexts: n lists of turns, oldest first.
             candidates: n lists of responses, one list per context.
-            text_ids: texts already tokenised, to reuse and add to (:class:`~density_metric.packing.TextIds`).
 
         Returns:
             The rows in flat arrays (:class:`~density_metric.packing.PackedRows`, a sequence of ``PackedRow``).
         """
-        return self.pack(tokenizer, contexts, candidates, text_ids=text_ids).rows
+        return self.pack(tokenizer, contexts, candidates).rows
 
     def pack(
         self,

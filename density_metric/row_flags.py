@@ -63,17 +63,20 @@ def reply_flag(response: str, ids: Sequence[int], unknown_id: int | None) -> str
     return None
 
 
-def row_flags(
-    pair_format, tokenizer, contexts: Sequence[Sequence[str]], responses: Sequence[str], text_ids=None
+def row_flags(pair_format, tokenizer, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> list[list[str]]:
+    """The flags of every (context, response) pair, as ``pair_format`` reads it with ``tokenizer``: n lists."""
+    reply_ids = pair_format.reply_ids(tokenizer, responses)
+    return flags_of(responses, reply_ids, pair_format.truncated(tokenizer, contexts, reply_ids), tokenizer.unk_token_id)
+
+
+def flags_of(
+    responses: Sequence[str], reply_ids: Sequence[Sequence[int]], cut: Sequence[bool], unknown_id: int | None
 ) -> list[list[str]]:
-    """The flags of every (context, response) pair, as ``pair_format`` reads it with ``tokenizer``: n lists.
-    ``text_ids``: the texts the features were encoded from (:class:`~density_metric.packing.TextIds`), so that
-    nothing is tokenised twice."""
-    reply_ids = pair_format.reply_ids(tokenizer, responses, text_ids)
-    cut = pair_format.truncated(tokenizer, contexts, reply_ids, text_ids)
+    """The flags of every pair from its reply, the reply's token ids, whether truncation cuts the pair, and the
+    tokenizer's unknown token: n lists (:func:`row_flags`; the scorer's, from the rows it encoded)."""
     flags = []
     for response, ids, truncated in zip(responses, reply_ids, cut):
-        flag = reply_flag(response, ids, tokenizer.unk_token_id)
+        flag = reply_flag(response, ids, unknown_id)
         flags.append([name for name, on in ((flag, flag is not None), (TRUNCATED, truncated)) if on])
     return flags
 

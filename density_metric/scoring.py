@@ -13,9 +13,8 @@ from .checkpoint_sources import resolve_checkpoint
 from .features import PROGRESS_MIN_PAIRS, Encoder
 from .gaussian import calibrate
 from .inputs import as_context, check_dialogues, check_pairs
-from .packing import TextIds
 from .results import DensityResult, score_columns, score_features
-from .row_flags import FLOOR_POLICY, floor_distances, reply_flags, row_flags, warn_flags
+from .row_flags import FLOOR_POLICY, flags_of, floor_distances, reply_flags, row_flags, warn_flags
 from .version import __version__
 
 logger = logging.getLogger(__name__)
@@ -103,7 +102,8 @@ class DensityScorer:
     # ------------------------------------------------------------------ pairs
 
     def features_and_flags(self, contexts: list[list[str]], responses: list[str]) -> tuple[np.ndarray, list[list[str]]]:
-        """:meth:`features` (n, d) and :meth:`flags` (n lists) of checked pairs, each text tokenised once for both.
+        """:meth:`features` (n, d) and :meth:`flags` (n lists) of checked pairs, from one packing of the pairs: the
+        flags read the replies' tokens and the cuts of the rows the features were computed from.
 
         In one pass, on every device: scoring in chunks, with the next chunk packed on a thread while the GPU ran
         this one, was slower on an H200 (12,449 pairs/s at chunks of 2,048 against 16,824 in one pass;
@@ -111,17 +111,21 @@ class DensityScorer:
         """
         if not responses:
             return np.zeros((0, self.encoder.dim), dtype=np.float32), []
-        text_ids = TextIds(self.encoder.tokenizer)  # the flags read the texts the features were encoded from
-        return self.features(contexts, responses, text_ids), self.flags(contexts, responses, text_ids)
+        features, packing, order = self.encoder.grouped_pass(contexts, responses, self.batch_size, self.progress)
+        reply_ids, cut = [None] * len(responses), np.empty(len(responses), dtype=bool)
+        for pair, ids in zip(order.tolist(), packing.text_ids.ids(packing.replies)):
+            reply_ids[pair] = ids
+        cut[order] = packing.cut
+        return features, flags_of(responses, reply_ids, cut.tolist(), self.encoder.tokenizer.unk_token_id)
 
-    def features(self, contexts, responses, text_ids: TextIds | None = None) -> np.ndarray:
+    def features(self, contexts, responses) -> np.ndarray:
         """g(c, r) for checked input: (n, d) float32.
 
         Pairs that share a context are scored together (``Encoder.grouped_features``): with a
         shared-context checkpoint each distinct context is read once per 32 of its responses, as in
         :meth:`rank`, with the scores of scoring each pair alone; the paper layout reads every pair.
         """
-        return self.encoder.grouped_features(contexts, responses, self.batch_size, self.progress, text_ids=text_ids)
+        return self.encoder.grouped_features(contexts, responses, self.batch_size, self.progress)
 
     def distances(
         self,
@@ -154,12 +158,10 @@ class DensityScorer:
             flags = reply_flags(self.encoder.pair_format, self.encoder.tokenizer, responses)
         return floor_distances(self.stats.distances(features, rep2), flags, self.stats.quantiles)
 
-    def flags(
-        self, contexts: Sequence[Sequence[str]], responses: Sequence[str], text_ids: TextIds | None = None
-    ) -> list[list[str]]:
+    def flags(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> list[list[str]]:
         """Per checked pair, the flags that say its score means little (``empty``, ``unreadable``,
         ``punctuation``, ``truncated``: :mod:`density_metric.row_flags`): n lists, most of them empty."""
-        return row_flags(self.encoder.pair_format, self.encoder.tokenizer, contexts, responses, text_ids)
+        return row_flags(self.encoder.pair_format, self.encoder.tokenizer, contexts, responses)
 
     def classifier_scores(self, contexts: Sequence, responses: Sequence) -> np.ndarray:
         """The response-selection score f(c, r) = w . g(c, r) + b of a trained checkpoint: (n,) float64.

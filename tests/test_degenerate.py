@@ -235,3 +235,25 @@ def test_a_parquet_output_without_a_flagged_row_has_a_list_of_strings_column(tin
     (tmp_path / "in.jsonl").write_text(json.dumps({"context": ["hi"], "response": "fine"}) + "\n", encoding="utf-8")
     assert score_file(tiny_checkpoint, tmp_path / "in.jsonl", tmp_path / "out.parquet") == 0
     assert pq.read_table(tmp_path / "out.parquet").schema.field("density_flags").type == pa.list_(pa.string())
+
+
+@pytest.mark.parametrize("layout", ["paper", "shared-context"])
+def test_score_reads_the_flags_of_its_own_rows_as_row_flags_does(tiny_scorer, layout):
+    """score() takes each pair's flags from the rows it encoded (grouped by context); row_flags reads them anew."""
+    from dataclasses import replace
+
+    from density_metric.row_flags import row_flags
+
+    contexts, responses = synthetic_pairs(30, seed=49)
+    contexts = [contexts[i % 7] + (["how are you " * 20] if i % 5 == 0 else []) for i in range(30)]
+    responses[2], responses[9], responses[14], responses[21] = "", "?!", "😀", "fine thanks " * 40
+    encoder = tiny_scorer.encoder
+    format_before = encoder.pair_format
+    encoder.pair_format = replace(format_before, layout=layout)
+    try:
+        flags = tiny_scorer.score(contexts, responses, warn=False).flags
+        expected = row_flags(encoder.pair_format, encoder.tokenizer, contexts, responses)
+    finally:
+        encoder.pair_format = format_before
+    assert flags == expected
+    assert {"truncated"} <= {flag for row in flags for flag in row} and flags[2] == ["empty"]
