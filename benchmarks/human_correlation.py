@@ -22,6 +22,7 @@ import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
 from density_metric import DensityScorer
+from density_metric.inputs import check_dialogues, dialogue_pairs
 from train.corpora import load_dailydialog
 from train.judgments import PROTOCOLS, JudgmentSet, apply_protocol, context_of, has_protocol
 
@@ -123,19 +124,31 @@ def evaluate_turn_set(judgments: JudgmentSet, columns: list, with_facts: bool, p
         }
     out["_supervised"] = [name for name, model in provider.items() if model.supervised]
     out["_values"] = {name: column.tolist() for name, column in values.items()}
+    out["_model"] = [name for name, model in provider.items() if isinstance(model, ModelColumns)]
     out["_human"] = [row["score"] for row in rows]
     return out
 
 
 def evaluate_dialogue_set(judgments: JudgmentSet, scorer: DensityScorer, protocols=DEFAULT_PROTOCOLS) -> dict:
-    """FED dialogue level: the library's dialogue score (mean and rms aggregates) against Overall."""
-    dialogues = [row["dialogue"] for row in judgments.rows]
+    """FED dialogue level, against Overall: the library's dialogue score (mean and rms aggregates), and the
+    mean over the scored turns (those of :meth:`DensityScorer.score_dialogues`) of the checkpoint's other
+    scoring rows, minus the Euclidean distance and the classifier f(c, r)."""
+    dialogues = check_dialogues([row["dialogue"] for row in judgments.rows])
     human = np.array([row["score"] for row in judgments.rows], dtype=float)
-    out = {}
+    values = {}
     for aggregate in ("mean", "rms"):
         scores = np.array([d["score"] for d in scorer.score_dialogues(dialogues, aggregate=aggregate)])
-        out[f"DEnsity dialogue ({aggregate})"] = correlation(scores, human)
-    return {protocol: out for protocol in ("full", "paper") if protocol in protocols}
+        values[f"DEnsity dialogue ({aggregate})"] = scores
+    turns = ModelColumns(scorer, "")(*dialogue_pairs(dialogues))
+    starts = np.cumsum([0] + [len(turns_) - 1 for turns_ in dialogues[:-1]])
+    for name, column in turns.items():
+        if "DEnsity" not in name:  # the DEnsity rows are the library's, above
+            values[f"{name} dialogue (mean)"] = np.add.reduceat(column, starts) / np.diff([*starts, len(column)])
+    out = {name: correlation(column, human) for name, column in values.items()}
+    result = {protocol: out for protocol in ("full", "paper") if protocol in protocols}
+    result["_values"] = {name: column.tolist() for name, column in values.items()}
+    result["_human"] = human.tolist()
+    return result
 
 
 def run_probes(dialogues, columns: list, n: int, seed: int) -> dict:
@@ -163,6 +176,18 @@ def run_probes(dialogues, columns: list, n: int, seed: int) -> dict:
             name: float(np.mean(gold[name][kept] > variant[name])) for name in gold if "calibrated" not in name
         }
     return {"n": len(cases), "n_per_probe": counts, "seed": seed, "accuracy": results, "examples": cases[:3]}
+
+
+def save_row_scores(path: Path, row_scores: dict[str, np.ndarray], report: dict) -> None:
+    """Write the checkpoint's per-row scores (float64; ``SET/COLUMN`` and ``SET/human``, every row of the set in
+    its file's order: ``train.judgments.apply_protocol`` gives a protocol's rows; FED dialogue per dialogue;
+    ``validation_gold_vs_random/{gold,random}/COLUMN`` for the histogram's pairs), so that checkpoints
+    measured apart can be compared row by row later (a paired bootstrap needs the rows, not the correlations)."""
+    from safetensors.numpy import save_file
+
+    metadata = {"checkpoint": str(report["checkpoint"]), "signature": report["signature"], "date": report["date"]}
+    save_file({name: np.ascontiguousarray(v) for name, v in row_scores.items()}, str(path), metadata=metadata)
+    report["row_scores"] = path.name
 
 
 def plot_scatter(name: str, human, metric, path: Path, label: str) -> None:
@@ -209,9 +234,7 @@ def headline(report: dict, protocol: str = "paper") -> list[str]:
         return []
     supervised = set(report.get("supervised_columns", []))
     shown = [
-        m
-        for m in dict.fromkeys(m for name in sets for m in report["sets"][name][protocol])
-        if "calibrated" not in m and "Euclidean" not in m
+        m for m in dict.fromkeys(m for name in sets for m in report["sets"][name][protocol]) if "calibrated" not in m
     ]
     rows = [(m, m) for m in shown if m not in supervised] + [
         (m, m if "supervised" in m else f"{m} (supervised)") for m in shown if m in supervised
@@ -296,6 +319,21 @@ def markdown(report: dict) -> str:
             else (f"{probe} ({probes['n_per_probe'][probe]} cases)")
         )
         lines.append(f"| {shown} | " + " | ".join(f"{accuracy[m]:.3f}" for m in metrics) + " |")
+    validation = report.get("gold_vs_random_validation")
+    if validation and "share_gold_higher_by_metric" in validation:
+        shares = validation["share_gold_higher_by_metric"]
+        lines += [
+            "",
+            f"## Gold against a random reply (DailyDialog validation, {validation['n']} cases, seed {probes['seed']})",
+            "",
+            "Share of cases where the gold response outscores a reply from another dialogue (the histogram's pairs).",
+            "",
+            "| " + " | ".join(shares) + " |",
+            "|" + " --- |" * len(shares),
+            "| " + " | ".join(f"{v:.3f}" for v in shares.values()) + " |",
+        ]
+    if report.get("row_scores"):
+        lines += ["", f"Per-row scores of the checkpoint's columns: `{report['row_scores']}`."]
     lines += ["", "## Figures", ""] + [f"![{p}]({p})" for p in report["figures"]]
     return "\n".join(lines) + "\n"
 
@@ -406,18 +444,26 @@ def main(argv=None) -> None:
             "whose every row has one."
         )
         report["baselines"] = {type(c).__name__: getattr(c, "config", {}).get("command", "") for c in baselines}
+    row_scores: dict[str, np.ndarray] = {}  # scores.safetensors: the checkpoint's per-row scores, for paired tests
     for judgments in sets:
         logger.info("scoring %s (%d rows)", judgments.name, len(judgments.rows))
         if judgments.level == "dialogue":
-            report["sets"][judgments.name] = evaluate_dialogue_set(judgments, scorer, args.protocols)
+            result = evaluate_dialogue_set(judgments, scorer, args.protocols)
+            model = list(result["_values"])
+        else:
+            result = evaluate_turn_set(judgments, columns, with_facts=not args.no_facts, protocols=args.protocols)
+            model = result.pop("_model")
+            figure = f"scatter_{judgments.name}.png"
+            plot_scatter(
+                judgments.name, result["_human"], result["_values"]["DEnsity"], args.out / figure, "DEnsity s(r)"
+            )
+            report["figures"].append(figure)
+        row_scores[f"{judgments.name}/human"] = np.asarray(result.pop("_human"), dtype=np.float64)
+        values = result.pop("_values")
+        row_scores.update({f"{judgments.name}/{name}": np.asarray(values[name], dtype=np.float64) for name in model})
+        report["sets"][judgments.name] = result
+        if judgments.level == "dialogue":
             continue
-        result = evaluate_turn_set(judgments, columns, with_facts=not args.no_facts, protocols=args.protocols)
-        figure = f"scatter_{judgments.name}.png"
-        plot_scatter(
-            judgments.name, result.pop("_human"), result["_values"]["DEnsity"], args.out / figure, "DEnsity s(r)"
-        )
-        report["figures"].append(figure)
-        result.pop("_values")
         supervised = report["supervised_columns"]
         supervised += [name for name in result.pop("_supervised") if name not in supervised]
         report["sets"][judgments.name] = result
@@ -427,11 +473,19 @@ def main(argv=None) -> None:
     report["probes"] = run_probes(test_dialogues, columns, args.probes, args.seed)
     cases = make_probes(list(load_dailydialog(data_dir, "validation")["turns"]), args.histogram_pairs, args.seed)
     contexts = [case["context"] for case in cases]
-    gold = scorer.score(contexts, [case["gold"] for case in cases]).scores
-    random_ = scorer.score(contexts, [case["random"] for case in cases]).scores
-    plot_histogram(gold, random_, args.out / "histogram_gold_vs_random.png", "DEnsity s(r)")
+    gold = {k: v for k, v in columns[0](contexts, [case["gold"] for case in cases]).items() if "calibrated" not in k}
+    random_ = columns[0](contexts, [case["random"] for case in cases])
+    plot_histogram(gold["DEnsity"], random_["DEnsity"], args.out / "histogram_gold_vs_random.png", "DEnsity s(r)")
     report["figures"].append("histogram_gold_vs_random.png")
-    report["gold_vs_random_validation"] = {"n": len(cases), "share_gold_higher": float(np.mean(gold > random_))}
+    report["gold_vs_random_validation"] = {
+        "n": len(cases),
+        "share_gold_higher": float(np.mean(gold["DEnsity"] > random_["DEnsity"])),
+        "share_gold_higher_by_metric": {name: float(np.mean(gold[name] > random_[name])) for name in gold},
+    }
+    for name in gold:
+        row_scores[f"validation_gold_vs_random/gold/{name}"] = np.asarray(gold[name], dtype=np.float64)
+        row_scores[f"validation_gold_vs_random/random/{name}"] = np.asarray(random_[name], dtype=np.float64)
+    save_row_scores(args.out / "scores.safetensors", row_scores, report)
     report["seconds"] = round(time.perf_counter() - started, 1)
 
     (args.out / "human_correlation.json").write_text(json.dumps(report, indent=2, default=str) + "\n")

@@ -111,3 +111,11 @@ def check_dialogues(dialogues: Sequence[Sequence[str]]) -> list[list[str]]:
             raise ValueError(f"dialogues[{row}] has {len(turns)} turn(s); dialogue scoring needs at least 2")
         checked.append(turns)
     return checked
+
+
+def dialogue_pairs(dialogues: Sequence[Sequence[str]]) -> tuple[list[list[str]], list[str]]:
+    """The (context, response) pairs that dialogue-level scoring reads, dialogue after dialogue: every turn from
+    the second on against its prefix. ``dialogues`` as :func:`check_dialogues` returns them."""
+    contexts = [list(turns[:i]) for turns in dialogues for i in range(1, len(turns))]
+    responses = [turns[i] for turns in dialogues for i in range(1, len(turns))]
+    return contexts, responses

@@ -12,7 +12,7 @@ import numpy as np
 from .checkpoint_sources import resolve_checkpoint
 from .features import PROGRESS_MIN_PAIRS, Encoder
 from .gaussian import calibrate
-from .inputs import as_context, check_dialogues, check_pairs
+from .inputs import as_context, check_dialogues, check_pairs, dialogue_pairs
 from .results import DensityResult, score_columns, score_features
 from .row_flags import FLOOR_POLICY, flags_of, floor_distances, reply_flags, row_flags, warn_flags
 from .version import __version__
@@ -304,9 +304,7 @@ class DensityScorer:
         if aggregate not in DIALOGUE_AGGREGATES:
             raise ValueError(f"aggregate must be one of {DIALOGUE_AGGREGATES}, got {aggregate!r}")
         dialogues = check_dialogues(dialogues)
-        contexts = [turns[:i] for turns in dialogues for i in range(1, len(turns))]
-        responses = [turns[i] for turns in dialogues for i in range(1, len(turns))]
-        contexts, responses = check_pairs(contexts, responses)
+        contexts, responses = check_pairs(*dialogue_pairs(dialogues))
         features, flags = self.features_and_flags(contexts, responses)
         distances = self.distances_of(features, responses, flags)
         warn_flags(flags)

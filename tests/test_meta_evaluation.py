@@ -212,3 +212,43 @@ def test_whole_command_on_a_small_slice_writes_table_json_and_figures(tiny_check
     full_section = table.split("## Protocol: full")[1].split("## ")[0]
     assert "56.81 / 57.03" in paper_section
     assert "56.81" not in dev_section and "56.81" not in full_section
+    # the three scoring rows of the paper's Table 2 side by side: in the headline, at the dialogue level, on the
+    # histogram's pairs, and their per-row scores saved for paired comparisons between checkpoints measured apart
+    assert "| -Euclidean to mean |" in headline and "| f(c,r) classifier |" in headline
+    assert "-Euclidean to mean" in report["probes"]["accuracy"]["random"]
+    shares = report["gold_vs_random_validation"]["share_gold_higher_by_metric"]
+    assert set(shares) == {"DEnsity", "-Euclidean to mean", "f(c,r) classifier"}
+    assert shares["DEnsity"] == report["gold_vs_random_validation"]["share_gold_higher"]
+    from safetensors.numpy import load_file
+
+    from density_metric import DensityScorer
+
+    saved = load_file(str(tmp_path / report["row_scores"]))
+    rows = [
+        json.loads(line)
+        for line in (DATA / "zhao2020" / "dailydialog_zhao.normalized.jsonl").read_text().splitlines()[:60]
+    ]
+    np.testing.assert_array_equal(saved["dailydialog_zhao/human"], [row["score"] for row in rows])
+    index, human = apply_protocol(JudgmentSet("dailydialog_zhao", rows), "paper")
+    for name in ("DEnsity", "-Euclidean to mean", "f(c,r) classifier", "untuned DEnsity"):
+        assert 100 * pearsonr(saved[f"dailydialog_zhao/{name}"][index], human).statistic == pytest.approx(
+            zhao["paper"][name]["pearson"], abs=1e-9
+        )
+    assert "dailydialog_zhao/BLEU-2" not in saved  # only the checkpoint's own columns
+    assert len(saved["validation_gold_vs_random/gold/DEnsity"]) == 30
+    # FED dialogue: a naive loop over the first dialogues' turns, one pair at a time, with the library's public methods
+    scorer = DensityScorer(str(with_head), device="cpu", dtype="float32", progress=False)
+    fed = [json.loads(line) for line in (DATA / "fed" / "fed_dialogue.normalized.jsonl").read_text().splitlines()[:60]]
+    for name, method in (
+        ("-Euclidean to mean", scorer.euclidean_scores),
+        ("f(c,r) classifier", scorer.classifier_scores),
+    ):
+        naive = [
+            np.mean([method([t[:i]], [t[i]])[0] for i in range(1, len(t))]) for t in (r["dialogue"] for r in fed[:4])
+        ]
+        np.testing.assert_allclose(saved[f"fed_dialogue/{name} dialogue (mean)"][:4], naive, rtol=1e-4, atol=1e-5)
+        column = saved[f"fed_dialogue/{name} dialogue (mean)"]
+        assert len(column) == len(fed)
+        assert report["sets"]["fed_dialogue"]["full"][f"{name} dialogue (mean)"]["spearman"] == pytest.approx(
+            100 * spearmanr(column, [row["score"] for row in fed]).statistic, abs=1e-9
+        )

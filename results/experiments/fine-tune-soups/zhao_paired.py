@@ -16,10 +16,10 @@ checkpoint's Pearson and Spearman minus the first one's. It decides nothing: it 
 import sys
 
 import numpy as np
-from scipy.stats import pearsonr, rankdata, spearmanr
+from scipy.stats import pearsonr, spearmanr
 
 from benchmarks.checkpoints import named_checkpoints
-from benchmarks.system_level import pearson
+from benchmarks.paired_bootstrap import resampled_correlations
 from density_metric import DensityScorer
 from density_metric.significance import bootstrap_indices, percentile_ci
 from train.judgments import apply_protocol, context_of, load_sets
@@ -39,8 +39,6 @@ def main(args: list[str]) -> None:
         for name, path in named.items()
     }
     draws = bootstrap_indices(len(rows), RESAMPLES, seed=0)
-    human_draws = np.asarray(human, dtype=np.float64)[draws]
-    human_ranks = np.apply_along_axis(rankdata, 1, human_draws)
     first = next(iter(named))
     print(
         f"DailyDialog-Zhao, `{protocol}` protocol, n = {len(rows)}; {RESAMPLES:,} paired resamples of the rows (seed 0)\n"
@@ -51,10 +49,7 @@ def main(args: list[str]) -> None:
     for name, values in scores.items():
         values = np.asarray(values, dtype=np.float64)
         point = 100 * pearsonr(values, human)[0], 100 * spearmanr(values, human)[0]
-        boot = (
-            100 * pearson(values[draws], human_draws),
-            100 * pearson(np.apply_along_axis(rankdata, 1, values[draws]), human_ranks),
-        )
+        boot = resampled_correlations(values, human, draws)
         if base is None:
             base, cells = (point, boot), ["–", "–"]
         else:
