@@ -216,14 +216,19 @@ def plot_histogram(gold, random_, path: Path, label: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5, 3.4), dpi=120)
-    bins = np.histogram_bin_edges(np.concatenate([gold, random_]), bins=50)
-    ax.hist(gold, bins=bins, alpha=0.6, label="gold response")
-    ax.hist(random_, bins=bins, alpha=0.6, label="random response")
-    ax.set(xlabel=label, ylabel="pairs", title="DailyDialog validation: gold vs random")
-    ax.legend()
+    histogram_panel(ax, gold, random_, label, "DailyDialog validation: gold vs random")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def histogram_panel(ax, gold, random_, label: str, title: str) -> None:
+    """One panel of the gold-against-random histogram (the paper's Figure 5): both on the same 50 bins."""
+    bins = np.histogram_bin_edges(np.concatenate([gold, random_]), bins=50)
+    ax.hist(gold, bins=bins, alpha=0.6, label="gold response")
+    ax.hist(random_, bins=bins, alpha=0.6, label="random response")
+    ax.set(xlabel=label, ylabel="pairs", title=title)
+    ax.legend()
 
 
 def headline(report: dict, protocol: str = "paper") -> list[str]:
