@@ -6,6 +6,9 @@
 # then the Gaussian on all 76,053 training golds and the meta-evaluation. Alone on the CPU:
 #   ARM=cl setsid nohup bash results/experiments/contrastive-ablation/run.sh > runs/logs/ablation-cl.log 2>&1 < /dev/null & disown
 # Rerunning the same command resumes from runs/ablation-$ARM/state (saved every 50 steps and at --max-minutes).
+# bf16 autocast, as arm CL trained (its --mixed-precision auto was bf16 on an AVX512-BF16 CPU): run an arm only
+# where `lscpu | grep -o avx512_bf16` finds it (PLAN.md, addendum of 08:35). About 90 minutes an arm there:
+# 1,500 steps at 2.1-2.4 s, the last evaluation 2 minutes, the fit 24 (76,053 pairs at 54/s), this 3.
 set -euo pipefail
 : "${ARM:?cl or nocl}"
 case "$ARM" in cl) weight=1.0 ;; nocl) weight=0 ;; *) echo "ARM must be cl or nocl" >&2; exit 2 ;; esac
@@ -21,7 +24,7 @@ if [ ! -f "$out/checkpoint/density_config.json" ]; then
     --tau 0.1 --contrastive-weight "$weight" --contrastive-average gold-anchors --seed 42 --negatives-seed 42 \
     --epochs 1 --max-steps-per-epoch "$STEPS" --evals-per-epoch 1 \
     --valid-limit 1000 --validation-kinds random --valid-fit-pairs 4000 --dev-judgments ../shared/data \
-    --select-on recall_at_1 --mixed-precision auto --save-every 50 --max-minutes "${MINUTES:-140}" --out "$out" \
+    --select-on recall_at_1 --mixed-precision bf16 --save-every 50 --max-minutes "${MINUTES:-140}" --out "$out" \
     --name "density-minilm-ablation-$ARM" --weights-dtype float16 \
     >> "$out/train.out" 2>> "$out/train.err"
 fi
@@ -29,5 +32,6 @@ cp "$out/log.jsonl" "$dest/log.jsonl"
 if [ ! -f "$out/checkpoint/density_config.json" ]; then
   echo "no checkpoint: stopped before the end of its schedule (rerun to resume)"; exit 1
 fi
+cp "$out/train.out" "$dest/train.out"  # the fit's report: pairs, seconds, held-out median distance
 python -m benchmarks.human_correlation --checkpoint "$out/checkpoint" --no-baselines \
   --protocols full paper dev --out "$dest"
