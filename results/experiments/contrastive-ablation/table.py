@@ -126,11 +126,24 @@ def claims(rows: dict[str, np.ndarray], human: np.ndarray, reports: dict[str, di
         "| claim | contrast | Pearson, 95 % interval | Spearman, 95 % interval |",
         "| --- | --- | --- | --- |",
     ]
+    lows: dict[str, list] = {}
     for claim, name, value, samples in tests:
         low_high = percentile_ci(samples)
         cells = [f"{value[k]:+.2f} [{low_high[k, 0]:+.2f}, {low_high[k, 1]:+.2f}]" for k in (0, 1)]
         lines.append(f"| {claim} | {name} | {cells[0]} | {cells[1]} |")
+        lows.setdefault(claim, []).append((value, low_high[:, 0]))
+    lines += ["", "Verdicts, by the rule of PLAN.md's addendum of 07:25 (written before any result):", ""]
+    for claim, contrasts in lows.items():
+        lines.append(f"- claim {claim}: {verdict(contrasts)}")
     return lines
+
+
+def verdict(contrasts: list[tuple[np.ndarray, np.ndarray]]) -> str:
+    """A claim is reproduced when every contrast is above 0 in Pearson and Spearman with its 95 % interval above 0,
+    in direction only when every point estimate is above 0, and not reproduced otherwise."""
+    if any((value <= 0).any() for value, _ in contrasts):
+        return "not reproduced"
+    return "reproduced" if all((low > 0).all() for _, low in contrasts) else "in direction only"
 
 
 def figure(saved: dict[str, dict], path: Path) -> list[str]:
