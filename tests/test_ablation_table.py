@@ -1,22 +1,16 @@
 """The ablation's claims table (results/experiments/contrastive-ablation/table.py): its contrasts are differences of
 correlations computed by hand, and its verdicts follow the rule its plan wrote down before any result."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 from scipy.stats import pearsonr, spearmanr
 
-SCRIPT = Path(__file__).resolve().parents[1] / "results" / "experiments" / "contrastive-ablation" / "table.py"
+from .results_scripts import load_results_script
 
 
 @pytest.fixture(scope="module")
 def table():
-    spec = importlib.util.spec_from_file_location("ablation_table", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_results_script("experiments/contrastive-ablation/table.py")
 
 
 def test_verdict_rule(table):

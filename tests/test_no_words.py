@@ -1,16 +1,10 @@
 """results/bundled-default/degenerate-probes/no_words.py: which replies have no letter and no digit in any script."""
 
-import importlib.util
-from pathlib import Path
-
-SCRIPT = Path(__file__).resolve().parents[1] / "results" / "bundled-default" / "degenerate-probes" / "no_words.py"
+from .results_scripts import load_results_script
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("no_words", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_results_script("bundled-default/degenerate-probes/no_words.py")
 
 
 def test_replies_without_a_letter_or_digit_in_any_script_are_counted_with_their_flag(tiny_scorer):
