@@ -313,10 +313,9 @@ class DensityScorer:
             turn_distances = distances[start : start + len(turns) - 1]
             turn_flags = flags[start : start + len(turns) - 1]
             start += len(turns) - 1
-            value = -turn_distances.mean() if aggregate == "mean" else -np.sqrt(np.mean(turn_distances**2))
             results.append(
                 {
-                    "score": float(value),
+                    "score": dialogue_score(turn_distances, aggregate),
                     "turn_scores": (-turn_distances).tolist(),
                     "turn_calibrated": calibrate(turn_distances, self.stats.quantiles).tolist(),
                     "turn_flags": turn_flags,
@@ -392,6 +391,14 @@ class DensityScorer:
         flags = scored.with_format("arrow")[f"{output_column}_flags"]
         warn_flags(row for chunk in flags.chunks for row in chunk.to_pylist())
         return scored
+
+
+def dialogue_score(turn_distances: np.ndarray, aggregate: str) -> float:
+    """A dialogue's score from its scored turns' distances: minus their mean (``"mean"``) or minus their root mean
+    square (``"rms"``); see :meth:`DensityScorer.score_dialogues`."""
+    if aggregate == "mean":
+        return float(-turn_distances.mean())
+    return float(-np.sqrt(np.mean(turn_distances**2)))
 
 
 def _check_columns(names: Sequence[str], columns: Sequence[str]) -> None:

@@ -239,6 +239,10 @@ def test_whole_command_on_a_small_slice_writes_table_json_and_figures(tiny_check
     # FED dialogue: a naive loop over the first dialogues' turns, one pair at a time, with the library's public methods
     scorer = DensityScorer(str(with_head), device="cpu", dtype="float32", progress=False)
     fed = [json.loads(line) for line in (DATA / "fed" / "fed_dialogue.normalized.jsonl").read_text().splitlines()[:60]]
+    # its DEnsity rows are the library's dialogue scores, though all rows come from one encoding of the turns
+    for aggregate in ("mean", "rms"):
+        library = [d["score"] for d in scorer.score_dialogues([row["dialogue"] for row in fed], aggregate=aggregate)]
+        np.testing.assert_allclose(saved[f"fed_dialogue/DEnsity dialogue ({aggregate})"], library, rtol=1e-6)
     for name, method in (
         ("-Euclidean to mean", scorer.euclidean_scores),
         ("f(c,r) classifier", scorer.classifier_scores),

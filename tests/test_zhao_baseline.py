@@ -128,7 +128,8 @@ def test_a_changed_stage_one_checkpoint_is_refused(trained, tmp_path):
 
 
 def test_meta_evaluation_reports_it_only_on_rows_it_did_not_learn_from(trained, zhao_data, tiny_scorer):
-    from benchmarks.human_correlation import ModelColumns, evaluate_turn_set, headline
+    from benchmarks.human_correlation import ModelColumns, evaluate_turn_set
+    from benchmarks.meta_report import headline
 
     [judgments] = load_sets(zhao_data, ["dailydialog_zhao"])
     judgments.rows = judgments.rows[:300]

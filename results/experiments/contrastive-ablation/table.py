@@ -20,7 +20,7 @@ import numpy as np
 from safetensors.numpy import load_file
 from scipy.stats import pearsonr, spearmanr
 
-from benchmarks.human_correlation import histogram_panel
+from benchmarks.meta_report import histogram_panel
 from benchmarks.paired_bootstrap import resampled_correlations
 from density_metric.significance import bootstrap_indices, percentile_ci
 from train.judgments import apply_protocol, load_sets
