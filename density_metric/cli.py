@@ -35,7 +35,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .compare_systems import compare_tables, read_system
-from .errors import fail, read_or_fail
+from .errors import fail, positive_int, read_or_fail
 from .outputs import check_output_path, output_target, same_file, temporary_path
 from .row_flags import FLOORED, warn_flags
 from .significance import (
@@ -43,7 +43,7 @@ from .significance import (
     DEFAULT_SEED,
     DEFAULT_TRIALS,
     TESTS,
-    bootstrap_indices,
+    bootstrap_blocks,
     percentile_ci,
     resampled_means,
 )
@@ -106,12 +106,9 @@ def check_device(device: str) -> None:
 def _positive_int(text: str) -> int:
     """argparse type of --batch-size."""
     try:
-        value = int(text)
+        return positive_int(int(text), "")
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
 
 
 def score_command(args: argparse.Namespace) -> int:
@@ -195,7 +192,7 @@ def _write(output: Path, fmt: str, records: list[dict[str, Any]], columns: list[
 def system_score(field: str, scores: np.ndarray, flags: Sequence[Sequence[str]]) -> str:
     """One line: the mean of the rows' scores, (n,) float64, and its 95 % bootstrap percentile interval, by the
     bootstrap of ``compare`` (:mod:`density_metric.significance`: its resamples and seed). Floored rows count."""
-    lower, upper = percentile_ci(resampled_means(scores[:, None], bootstrap_indices(len(scores))))[0]
+    lower, upper = percentile_ci(resampled_means(scores[:, None], bootstrap_blocks(len(scores))))[0]
     floored = sum(1 for row in flags if FLOORED.intersection(row))
     return (
         f"{field}: mean {scores.mean():.4f}, 95% CI [{lower:.4f}, {upper:.4f}] over n={len(scores)} rows "

@@ -1,5 +1,5 @@
-"""Errors: the error of a bad checkpoint file and the JSON reader that raises it; the command
-lines' ``error: ...`` exit and their input file reader.
+"""Errors: the error of a bad checkpoint file and the JSON reader that raises it; the check of a count argument;
+the command lines' ``error: ...`` exit and their input file reader.
 
 Below :mod:`density_metric.backbone` (the encoder's files) and
 :mod:`density_metric.checkpoint_format` (DEnsity's files), which both read JSON files that
@@ -9,6 +9,7 @@ users may have edited, and below every command line (``density_metric.cli``, ``t
 from __future__ import annotations
 
 import json
+import numbers
 import os
 import sys
 from collections.abc import Callable
@@ -34,6 +35,13 @@ def read_json(path: Path) -> dict:
     if not isinstance(raw, dict):
         raise CheckpointError(path, "must hold a JSON object")
     return raw
+
+
+def positive_int(value: object, name: str) -> int:
+    """``value`` as an int, or a ValueError naming ``name`` unless it is an integer (not a bool) of at least 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
 
 
 def fail(message: str) -> NoReturn:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import numbers
 import os
 import platform
 from collections.abc import Iterator, Sequence
@@ -22,7 +21,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .backbone import load_backbone
-from .errors import CheckpointError
+from .errors import CheckpointError, positive_int
 from .last_layer import compute_cls_only_in_last_layer, computes_features_only
 from .packing import PackedRow, PackedRows, distinct_contexts, gather, within
 from .pair_format import POOLINGS, Packing, PairFormat
@@ -264,10 +263,8 @@ class Encoder:
     ):
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
-        if max_tokens is not None and (
-            isinstance(max_tokens, bool) or not isinstance(max_tokens, numbers.Integral) or max_tokens < 1
-        ):
-            raise ValueError(f"max_tokens must be a positive integer or None, got {max_tokens!r}")
+        if max_tokens is not None:
+            positive_int(max_tokens, "max_tokens")
         cuda = self.device.type == "cuda"
         self.max_tokens = int(max_tokens) if max_tokens else CUDA_MAX_TOKENS if cuda else CPU_MAX_TOKENS
         self.model = model.to(self.device).eval()
@@ -406,9 +403,7 @@ class Encoder:
         on CUDA (the token budget alone)."""
         if batch_size is None:
             return CPU_BATCH_SIZE if self.device.type == "cpu" else np.iinfo(np.int64).max
-        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        return int(batch_size)
+        return positive_int(batch_size, "batch_size")
 
     def features(
         self,

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .checkpoint_sources import resolve_checkpoint
+from .errors import positive_int
 from .features import PROGRESS_MIN_PAIRS, Encoder
 from .gaussian import calibrate
 from .inputs import as_context, check_dialogues, check_pairs, dialogue_pairs
@@ -62,10 +63,8 @@ class DensityScorer:
         cache_dir: str | None = None,
         local_files_only: bool | None = None,
     ):
-        if batch_size is not None and (
-            isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1
-        ):
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if batch_size is not None:
+            positive_int(batch_size, "batch_size")
         if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, numbers.Integral)):
             raise ValueError(f"max_length must be an integer number of tokens or None, got {max_length!r}")
         self.checkpoint = resolve_checkpoint(

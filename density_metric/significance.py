@@ -63,18 +63,21 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-# The result and its tables are re-exported here: density_metric.significance.ComparisonResult and its siblings.
 from .comparison_result import ALPHA, TESTS, ComparisonResult, grid_cells, pairwise_grid, system_table
+
+# The result and its tables are re-exported here: density_metric.significance.ComparisonResult and its siblings.
+from .errors import positive_int
 
 __all__ = [
     "ALPHA",
     "TESTS",
     "ComparisonResult",
+    "bootstrap_blocks",
     "bootstrap_indices",
     "check_baseline",
     "compare",
@@ -100,46 +103,57 @@ SCORE_RTOL = 1e-5
 _CHUNK_VALUES = 1 << 20  # entries of one (rows, n) block of the resampling matrices: 8 MB as float64
 
 
-def _check_count(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 def _block_rows(n: int, multiple: int = 1) -> int:
     """Rows of one block of a (k, n) matrix: about _CHUNK_VALUES entries, a multiple of ``multiple``."""
     rows = max(1, _CHUNK_VALUES // max(n, 1))
     return max(multiple, rows // multiple * multiple)
 
 
+def bootstrap_blocks(
+    n: int, resamples: int = DEFAULT_RESAMPLES, seed: int | None = DEFAULT_SEED
+) -> Iterator[np.ndarray]:
+    """The paired bootstrap's row indices in (rows, n) int32 blocks of about ``_CHUNK_VALUES`` entries, drawn one
+    after the other from one generator: together they are :func:`bootstrap_indices`, and a file of a million rows
+    never holds the (resamples, n) matrix (4 GB at 1,000 resamples)."""
+    rng = np.random.default_rng(seed)
+    step = _block_rows(n)
+    for start in range(0, resamples, step):
+        yield rng.integers(0, n, size=(min(step, resamples - start), n), dtype=np.int32)
+
+
 def bootstrap_indices(n: int, resamples: int = DEFAULT_RESAMPLES, seed: int | None = DEFAULT_SEED) -> np.ndarray:
     """The paired bootstrap's row indices: (resamples, n) int32, equal to sacrebleu's
     ``default_rng(seed).choice(n, size=(resamples, n), replace=True)``."""
-    return np.random.default_rng(seed).integers(0, n, size=(resamples, n), dtype=np.int32)
+    return np.concatenate(list(bootstrap_blocks(n, resamples, seed)))
 
 
-def resampled_means(scores: np.ndarray, indices: np.ndarray) -> np.ndarray:
+def resampled_means(scores: np.ndarray, indices: np.ndarray | Iterable[np.ndarray]) -> np.ndarray:
     """Mean of every system over every resample.
 
     Args:
         scores: (n, s) float64, one column per system.
-        indices: (resamples, n) row indices (:func:`bootstrap_indices`).
+        indices: (resamples, n) row indices (:func:`bootstrap_indices`), or the same rows in blocks of at most
+            ``_block_rows(n)`` rows (:func:`bootstrap_blocks`).
 
     Returns:
         (resamples, s) float64: ``out[k, j] == scores[indices[k], j].mean()``.
     """
-    resamples, n = indices.shape
-    out = np.empty((resamples, scores.shape[1]))
+    n = scores.shape[0]
     step = _block_rows(n)
+    blocks = indices
+    if isinstance(indices, np.ndarray):
+        blocks = (indices[start : start + step] for start in range(0, len(indices), step))
     offsets = (np.arange(step) * n)[:, None]
     counts = np.empty((step, n))  # reused: a fresh block each time costs more than the product
-    for start in range(0, resamples, step):
-        block = indices[start : start + step]
+    out = []
+    for block in blocks:
         rows = len(block)
+        if rows > step or block.shape[1:] != (n,):
+            raise ValueError(f"an index block of shape {block.shape} for {n} rows: at most {step} rows of {n}")
         # How often each row is drawn in each resample: (rows, n) counts, then one product for all systems.
         np.copyto(counts[:rows], np.bincount((block + offsets[:rows]).ravel(), minlength=rows * n).reshape(rows, n))
-        out[start : start + rows] = counts[:rows] @ scores / n
-    return out
+        out.append(counts[:rows] @ scores / n)
+    return np.concatenate(out)
 
 
 def randomized_differences(
@@ -312,8 +326,8 @@ def compare(
     """
     if test not in TESTS:
         raise ValueError(f"test must be one of {sorted(TESTS)}, got {test!r}")
-    resamples = _check_count(resamples, "resamples")
-    trials = _check_count(trials, "trials")
+    resamples = positive_int(resamples, "resamples")
+    trials = positive_int(trials, "trials")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
         raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
     if isinstance(rtol, bool) or not isinstance(rtol, (int, float, np.floating)) or not 0 <= rtol < 1:
@@ -333,7 +347,7 @@ def compare(
     n = matrix.shape[0]
 
     means = matrix.mean(axis=0)
-    boot = resampled_means(matrix, bootstrap_indices(n, resamples, seed))
+    boot = resampled_means(matrix, bootstrap_blocks(n, resamples, seed))
     system_ci = percentile_ci(boot)
     systems = [
         {

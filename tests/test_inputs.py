@@ -98,3 +98,18 @@ def test_a_dataframe_is_refused_not_read_as_its_column_names(tiny_scorer):
 def test_rank_names_its_own_arguments(tiny_scorer, context, candidates, message):
     with pytest.raises(ValueError, match=message):
         tiny_scorer.rank(context, candidates)
+
+
+@pytest.mark.parametrize("value", [0, -2, True, 2.0, "3", None])
+def test_positive_int_rejects_what_is_not_a_count(value):
+    from density_metric.errors import positive_int
+
+    with pytest.raises(ValueError, match=r"resamples must be a positive integer, got "):
+        positive_int(value, "resamples")
+
+
+def test_positive_int_accepts_python_and_numpy_integers():
+    from density_metric.errors import positive_int
+
+    assert [positive_int(v, "n") for v in (1, 7, np.int32(3), np.uint8(4))] == [1, 7, 3, 4]
+    assert all(type(positive_int(v, "n")) is int for v in (7, np.int64(3)))

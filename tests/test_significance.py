@@ -101,6 +101,32 @@ def test_bootstrap_indices_are_sacrebleus_draw():
     np.testing.assert_array_equal(bootstrap_indices(1001, 20), expected)
 
 
+@pytest.mark.parametrize("n", [1, 2, 7, 64, 1001])
+def test_bootstrap_blocks_are_sacrebleus_draw_in_small_blocks(monkeypatch, n):
+    """Blocks of 3 rows (odd numbers of entries included) drawn one after the other are sacrebleu's one matrix,
+    and no block holds more than about _CHUNK_VALUES entries."""
+    from density_metric import significance
+
+    monkeypatch.setattr(significance, "_CHUNK_VALUES", 3 * n)
+    blocks = list(significance.bootstrap_blocks(n, 20, seed=7))
+    assert [len(block) for block in blocks] == [3] * 6 + [2]
+    expected = np.random.default_rng(7).choice(n, size=(20, n), replace=True)
+    np.testing.assert_array_equal(np.concatenate(blocks), expected)
+
+
+def test_resampled_means_of_blocks_equal_a_plain_loop(monkeypatch):
+    from density_metric import significance
+
+    scores = np.random.default_rng(3).normal(size=(41, 2))
+    expected = np.array([[scores[row, j].mean() for j in range(2)] for row in bootstrap_indices(41, 30, seed=5)])
+    monkeypatch.setattr(significance, "_CHUNK_VALUES", 4 * 41)
+    blocked = significance.resampled_means(scores, significance.bootstrap_blocks(41, 30, seed=5))
+    np.testing.assert_allclose(blocked, expected, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(significance.resampled_means(scores, bootstrap_indices(41, 30, 5)), expected, 1e-12)
+    with pytest.raises(ValueError, match="index block of shape"):
+        significance.resampled_means(scores, [np.zeros((5, 41), dtype=np.int32)])  # more rows than a block
+
+
 def test_p_values_agree_with_scipy_permutation_test_and_one_sided_t_test():
     a, b = systems(n=1000, shift=0.0, seed=5)  # a small observed difference: p near 0.1
     pair = compare({"a": a, "b": b}).pairs[0]
