@@ -94,7 +94,8 @@ COMPARE_HELP = (
     "and each system's `response`. Files that all have a `density` column (the Batch tab's output) are not "
     "scored again; a mix of scored and unscored files is refused. "
     f"p-values: approximate randomization ({TESTS['ar']}, 10,000 trials; it decides) and paired bootstrap "
-    "(1,000 resamples), seed 12345."
+    "(1,000 resamples), seed 12345. With a baseline (a file's name without its extension), each other system is "
+    "tested against it only, and Holm's correction counts those tests, not every pair."
 )
 
 
@@ -348,7 +349,7 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
         return str(out), summary
 
     @friendly
-    def compare_files(uploads, context_sep: str, checkpoint: str):
+    def compare_files(uploads, context_sep: str, checkpoint: str, baseline: str = ""):
         uploads = [upload for upload in uploads or [] if upload is not None]
         if not 2 <= len(uploads) <= MAX_SYSTEMS:
             raise UserError(f"Upload 2 to {MAX_SYSTEMS} files, one per system; got {len(uploads)}.")
@@ -360,7 +361,7 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
                     raise UserError(
                         f"{system.path.name} has {len(system.rows):,} rows; the demo takes at most {MAX_ROWS:,}."
                     )
-            result, _ = compare_tables(systems, lambda: scorers(checkpoint))
+            result, _ = compare_tables(systems, lambda: scorers(checkpoint), baseline=(baseline or "").strip() or None)
         except ValueError as err:
             raise UserError(without_paths(str(err), paths)) from None
         table = pd.DataFrame(
@@ -448,7 +449,9 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
             system_files = gr.File(
                 label="System files", file_count="multiple", file_types=[".jsonl", ".csv"], elem_id="system-files"
             )
-            compare_separator = gr.Textbox(label="Split string contexts into turns on (optional)", value="")
+            with gr.Row():
+                compare_separator = gr.Textbox(label="Split string contexts into turns on (optional)", value="")
+                baseline = gr.Textbox(label="Baseline system (optional): a file's name without its extension", value="")
             compare_button = gr.Button("Compare", variant="primary")
             system_table = gr.Dataframe(headers=SYSTEM_HEADERS, label="Systems", interactive=False)
             grid = gr.Dataframe(label=f"Row minus column; * Holm-corrected p < {ALPHA}", interactive=False)
@@ -456,7 +459,7 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
             verdict = gr.Markdown()
             compare_button.click(
                 compare_files,
-                [system_files, compare_separator, checkpoint],
+                [system_files, compare_separator, checkpoint, baseline],
                 [system_table, grid, differences, verdict],
                 api_name="compare_files",
             )

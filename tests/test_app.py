@@ -231,6 +231,20 @@ def test_compare_files_gives_the_table_the_grid_and_the_plot(client, app_scorer,
     assert "test:ar|ar:10000|bs:1000|seed:12345|rtol:1e-05|density_metric=" in summary
 
 
+def test_compare_files_against_a_baseline_tests_only_its_pairs(client, tiny_checkpoint, tmp_path):
+    good = ["hello", "fine thanks", "morning", "bye"]
+    files = [
+        write_system(tmp_path / name, replies)
+        for name, replies in (("base.jsonl", good), ("copy.jsonl", good[::-1]), ("empty.jsonl", [""] * 4))
+    ]
+    _, grid, _, summary = client.predict(files, "", str(tiny_checkpoint), " base ", api_name="/compare_files")
+    assert "Holm's correction for 2 tests (against the baseline 'base')" in summary
+    assert len(re.findall(r"Holm-corrected [0-9.]+\)", summary)) == 2  # base-copy, base-empty; not copy-empty
+    assert grid["data"][1][3] == "" and grid["data"][0][2] != ""  # copy - empty untested; base - copy tested
+    with pytest.raises(Exception, match=r"baseline 'nope' is not one of the systems \['base', 'copy', 'empty'\]"):
+        client.predict(files, "", str(tiny_checkpoint), "nope", api_name="/compare_files")
+
+
 def test_compare_files_names_the_differing_row_by_file_name(client, tiny_checkpoint, tmp_path):
     files = [
         write_system(tmp_path / "a.jsonl", ["x", "y", "z", "w"]),
