@@ -68,9 +68,8 @@ from typing import Any
 
 import numpy as np
 
-from .comparison_result import ALPHA, TESTS, ComparisonResult, grid_cells, pairwise_grid, system_table
-
 # The result and its tables are re-exported here: density_metric.significance.ComparisonResult and its siblings.
+from .comparison_result import ALPHA, TESTS, ComparisonResult, grid_cells, pairwise_grid, system_table
 from .errors import positive_int
 
 __all__ = [
@@ -109,16 +108,22 @@ def _block_rows(n: int, multiple: int = 1) -> int:
     return max(multiple, rows // multiple * multiple)
 
 
+def _drawn_blocks(n: int, count: int, seed: int | None, dtype: type, high: int, multiple: int = 1):
+    """``default_rng(seed).integers(high, size=(count, n), dtype=dtype)`` in (rows, n) blocks of about
+    ``_CHUNK_VALUES`` entries (rows a multiple of ``multiple``), drawn one after the other from one generator."""
+    rng = np.random.default_rng(seed)
+    step = _block_rows(n, multiple)
+    for start in range(0, count, step):
+        yield rng.integers(high, size=(min(step, count - start), n), dtype=dtype)
+
+
 def bootstrap_blocks(
     n: int, resamples: int = DEFAULT_RESAMPLES, seed: int | None = DEFAULT_SEED
 ) -> Iterator[np.ndarray]:
     """The paired bootstrap's row indices in (rows, n) int32 blocks of about ``_CHUNK_VALUES`` entries, drawn one
     after the other from one generator: together they are :func:`bootstrap_indices`, and a file of a million rows
     never holds the (resamples, n) matrix (4 GB at 1,000 resamples)."""
-    rng = np.random.default_rng(seed)
-    step = _block_rows(n)
-    for start in range(0, resamples, step):
-        yield rng.integers(0, n, size=(min(step, resamples - start), n), dtype=np.int32)
+    return _drawn_blocks(n, resamples, seed, np.int32, high=n)
 
 
 def bootstrap_indices(n: int, resamples: int = DEFAULT_RESAMPLES, seed: int | None = DEFAULT_SEED) -> np.ndarray:
@@ -185,11 +190,8 @@ def randomized_differences(
 
 def _swap_blocks(n: int, trials: int, seed: int | None):
     """sacrebleu's swap draw ``default_rng(seed).integers(2, size=(trials, n), dtype=bool)``, in (rows, n) blocks."""
-    rng = np.random.default_rng(seed)
     # Blocks of whole 32-row multiples keep the bit stream the same as one (trials, n) draw.
-    step = _block_rows(n, multiple=32)
-    for start in range(0, trials, step):
-        yield rng.integers(2, size=(min(step, trials - start), n), dtype=bool)
+    return _drawn_blocks(n, trials, seed, bool, high=2, multiple=32)
 
 
 def smallest_randomization_p(n: int, trials: int = DEFAULT_TRIALS, seed: int | None = DEFAULT_SEED) -> float:
