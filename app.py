@@ -26,10 +26,18 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from density_metric import DensityScorer, resolve_checkpoint  # noqa: E402
+from density_metric.app_plots import differences_plot, distribution_plot  # noqa: E402
 from density_metric.compare_systems import compare_tables, read_system  # noqa: E402
 from density_metric.comparison_result import correction_text, flagged_cell, truncated_cell  # noqa: E402
 from density_metric.row_flags import FLOORED  # noqa: E402
-from density_metric.significance import ALPHA, TESTS, ComparisonResult, grid_cells  # noqa: E402
+from density_metric.significance import (  # noqa: E402
+    ALPHA,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    DEFAULT_TRIALS,
+    TESTS,
+    grid_cells,
+)
 from density_metric.tables import (  # noqa: E402
     output_columns,
     raise_for_missing_column,
@@ -93,8 +101,8 @@ COMPARE_HELP = (
     f"Two to {MAX_SYSTEMS} `.jsonl` or `.csv` files, one per system, with the same `context`s in the same order "
     "and each system's `response`. Files that all have a `density` column (the Batch tab's output) are not "
     "scored again; a mix of scored and unscored files is refused. "
-    f"p-values: approximate randomization ({TESTS['ar']}, 10,000 trials; it decides) and paired bootstrap "
-    "(1,000 resamples), seed 12345. With a baseline (a file's name without its extension), each other system is "
+    f"p-values: {TESTS['ar']} ({DEFAULT_TRIALS:,} trials; it decides) and {TESTS['bs']} "
+    f"({DEFAULT_RESAMPLES:,} resamples), seed {DEFAULT_SEED}. With a baseline (a file's name without its extension), each other system is "
     "tested against it only, and Holm's correction counts those tests, not every pair."
 )
 
@@ -158,58 +166,6 @@ class Scorers:
             if name not in self._scorers:
                 self._scorers[name] = DensityScorer(None if name == BUNDLED else name, progress=False)
             return self._scorers[name]
-
-
-def distribution_plot(scorer: DensityScorer, labels: list[str], scores: np.ndarray):
-    """Where each candidate's raw score falls on the held-out human responses' distribution."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    human = -scorer.stats.quantiles[::-1]  # raw scores of held-out human replies, ascending
-    density, edges = np.histogram(human, bins=40, weights=np.full(len(human), 1.0 / len(human)))
-    fig, ax = plt.subplots(figsize=(7, 3.2), dpi=110)
-    ax.fill_between((edges[:-1] + edges[1:]) / 2, density, step="mid", alpha=0.35, label="human replies")
-    for i, (label, value) in enumerate(zip(labels, scores)):
-        ax.axvline(value, color=f"C{(i % 9) + 1}", linewidth=2, label=f"#{i + 1} {label[:30]}")
-    ax.set(xlabel="DEnsity score s(r) (higher: more human-like)", yticks=[])
-    ax.legend(fontsize=7, loc="upper left", frameon=False)
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
-
-
-def differences_plot(result: ComparisonResult):
-    """Each pair's mean paired difference (a - b) with its bootstrap 95 % interval; filled where significant (the
-    Holm-corrected p < 0.05)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    pairs = result.pairs
-    fig, ax = plt.subplots(figsize=(7, 0.6 + 0.45 * len(pairs)), dpi=110)
-    for y, pair in enumerate(pairs):
-        lower, upper = pair["ci"]
-        color = "C3" if pair["significant"] else "C7"
-        ax.errorbar(
-            pair["delta"],
-            y,
-            xerr=[[pair["delta"] - lower], [upper - pair["delta"]]],
-            fmt="o",
-            color=color,
-            mfc=color if pair["significant"] else "white",
-            capsize=4,
-        )
-    ax.axvline(0, color="black", linewidth=0.8)
-    ax.set_yticks(range(len(pairs)), [f"{p['a']} - {p['b']}" for p in pairs])
-    ax.set_ylim(-0.7, len(pairs) - 0.3)
-    ax.invert_yaxis()
-    ax.set_xlabel(f"mean paired difference of DEnsity scores, 95 % interval (filled: Holm-corrected p < {ALPHA})")
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
 
 
 def upload_path(upload, what: str) -> Path:

@@ -284,6 +284,69 @@ def test_compare_files_counts_degenerate_and_truncated_rows_apart_and_says_holms
     np.testing.assert_allclose(corrected, naive_holm(raw), atol=2e-4)  # from 4-digit p-values
 
 
+# ---------------------------------------------------------------- the plots and the help text (issue 68)
+
+
+def rendered(fig) -> np.ndarray:
+    """The figure drawn as the app serves it (Agg, no tight bounding box): (height, width, 4) RGBA floats."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return np.asarray(canvas.buffer_rgba(), dtype=np.float64) / 255
+
+
+def test_two_floored_replies_on_the_histogram_are_both_visible(app_scorer):
+    """Two floored replies get one score; the second one's line was drawn over the first, which was hidden."""
+    from matplotlib.colors import to_rgba
+
+    from app import distribution_plot
+
+    result = app_scorer.score([["hi"]] * 3, ["?!", "...", "fine thanks"], warn=False)
+    assert result.scores[0] == result.scores[1] and result.flags[:2] == [["punctuation"]] * 2
+    fig = distribution_plot(app_scorer, ["?!", "...", "fine thanks"], result.scores)
+    image, ax = rendered(fig), fig.axes[0]
+    column = int(round(ax.transData.transform((result.scores[0], 0))[0]))
+    top, bottom = (int(image.shape[0] - y) for y in ax.transAxes.transform([(0, 1), (0, 0)])[:, 1])
+    strip = image[top + 2 : bottom - 2, column - 1 : column + 2, :3]  # the floor's line, inside the axes
+    for line in ax.get_lines()[:2]:
+        assert line.get_xdata()[0] == result.scores[0]
+        shown = np.all(np.abs(strip - to_rgba(line.get_color())[:3]) < 0.08, axis=-1)
+        assert shown.sum() > 20, f"{line.get_label()}: {shown.sum()} pixels of its colour on the line"
+    numbers = [text for text in ax.texts if text.get_text() in ("#1", "#2")]
+    assert len(numbers) == 2
+    first, second = (text.get_window_extent() for text in numbers)
+    assert not first.overlaps(second)
+
+
+def test_the_differences_plots_caption_is_inside_the_figure(tmp_path):
+    """It was cut off at "p < 0." once long system names narrowed the axes."""
+    from app import differences_plot
+    from density_metric import compare
+
+    result = compare(
+        {"a-system-with-a-long-name": [1.0, 2, 3, 4, 5, 6, 7, 8], "the-baseline": [0.0, 1, 1, 2, 2, 2, 3, 3]},
+        resamples=100,
+        trials=100,
+    )
+    fig = differences_plot(result)
+    rendered(fig)
+    label = fig.axes[0].xaxis.label
+    assert label.get_text().endswith("p < 0.05)")
+    box = label.get_window_extent()
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width and box.y0 >= 0, (box, fig.bbox)
+
+
+def test_the_compare_tabs_help_names_each_test_once():
+    """It read "approximate randomization (approximate randomization, 10,000 trials; ...)"."""
+    from app import COMPARE_HELP
+
+    assert COMPARE_HELP.count("approximate randomization") == 1 and COMPARE_HELP.count("paired bootstrap") == 1
+    assert (
+        "approximate randomization (10,000 trials; it decides) and paired bootstrap (1,000 resamples)" in COMPARE_HELP
+    )
+
+
 # ---------------------------------------------------------------- start-up and files left behind
 
 
