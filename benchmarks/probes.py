@@ -26,8 +26,8 @@ These last six are constants: they draw from no generator, so adding them change
 
 The five from ``pronoun_swap`` to ``unreadable`` have no counterpart among the training negatives (``train/negatives.py``,
 ``train/negative_kinds.py``): they test what training never showed. The last three are degenerate
-replies: the library floors empty and unreadable ones and flags all three (``density_metric.row_flags``),
-whatever the model learned, so for those two the probe checks that floor. This module shares no code with
+replies: the library flags and floors all three (``density_metric.row_flags.FLOORED``), whatever the model
+learned, so there the probe checks that floor. This module shares no code with
 ``train/`` (a test checks it), so the probes stay an independent check of what training teaches.
 
 A probe that does not apply to a case is ``None`` there, and that case is left out of the

@@ -5,8 +5,9 @@ replies to the same contexts, in the same order. Tables that all have the score 
 (``--score-field``, default ``density``: what ``score`` writes) are not scored again; tables that
 all lack it are scored with the checkpoint; a mix is an error naming the files. Stored scores are
 compared only if one checkpoint scored them all: the ``{score field}_signature`` column that ``score``
-writes must name the same checkpoint revision, max_length and dtype in every row of every file
-(:func:`check_same_scorer`; a file without that column is compared with a warning). The statistics
+writes must agree in every row of every file on the fields that define a score, :data:`SCORE_DEFINING_FIELDS`:
+the checkpoint (by its revision), max_length, dtype, floor and specials (:func:`check_same_scorer`; a file without
+that column is compared with a warning). The statistics
 are :func:`density_metric.significance.compare`'s.
 
 Each system's flagged rows (:mod:`density_metric.row_flags`: empty, unreadable, punctuation-only replies and
@@ -41,6 +42,8 @@ logger = logging.getLogger(__name__)
 # floor: the policy for replies without a word (row_flags.FLOOR_POLICY; "" before it existed); specials: "text" where
 # special-token text is read as text ("" before).
 SCORE_DEFINING_FIELDS = ("checkpoint", "max_length", "dtype", "floor", "specials")
+# The same fields in words, for the refusal (tests hold this module's docstrings to the tuple too).
+SCORE_DEFINING_WORDS = ", ".join(SCORE_DEFINING_FIELDS[:-1]) + " and " + SCORE_DEFINING_FIELDS[-1]
 
 
 class Scorer(Protocol):
@@ -232,8 +235,9 @@ def _score_defining(signature: str) -> dict[str, str]:
 
 
 def check_same_scorer(systems: Sequence[SystemTable]) -> str | None:
-    """For tables with stored scores: a ValueError naming two files whose signatures name another checkpoint
-    and revision, max_length or dtype; a warning naming the files without a signature.
+    """For tables with stored scores: a ValueError naming two files whose signatures differ in a field of
+    :data:`SCORE_DEFINING_FIELDS` (checkpoint, by its revision; max_length; dtype; floor; specials), and the
+    fields that differ; a warning naming the files without a signature.
 
     Returns the signature to report: the files' one signature, their distinct signatures joined by " + "
     where only library versions differ, or None where no file has one.
@@ -257,7 +261,8 @@ def check_same_scorer(systems: Sequence[SystemTable]) -> str | None:
             )
             raise ValueError(
                 f"{signed[0].path} and {other.path} were scored differently ({differ}): scores of two checkpoints "
-                "or settings are not compared; score every file with the same checkpoint, max_length and dtype"
+                "or settings are not compared; score every file with one checkpoint and the same options (the "
+                f"signatures' {SCORE_DEFINING_WORDS} must agree)"
             )
     return " + ".join(dict.fromkeys(system.signature for system in signed)) or None
 

@@ -35,8 +35,12 @@ PROGRESS_MIN_PAIRS = 1024
 # On CPU, batches of long pairs are cut to this many padded tokens: bigger batches of long
 # pairs ran slower here (benchmarks/speed.py: 2048 and 4096 tokens 10-20 % below 1024).
 CPU_MAX_TOKENS = 1024
-# On CUDA a batch is as many rows as fit this many padded tokens (text-embeddings-inference's default budget); not
-# yet measured on a GPU here: ``benchmarks.device_check`` times several budgets.
+# On CUDA a batch is as many rows as fit this many padded tokens (text-embeddings-inference's default budget).
+# Measured on an H200 on the 6,740 DailyDialog test pairs: bf16 4,072 / 11,784 / 14,734 / 14,662 pairs/s at 4,096 /
+# 16,384 / 32,768 / 65,536 tokens, float32 5,597 / 8,925 / 9,449 / 7,098 (benchmarks/device_check_h200.json); in a
+# second call bf16 20,093 / 20,317 / 18,951 at 16,384 / 32,768 / 65,536 (benchmarks/gpu_split_h200.json). 32,768 was
+# the best in both, by 1-25 %; the default stays 16,384 until a run with the host work overlapped measures again
+# (docs/speed.md).
 CUDA_MAX_TOKENS = 16384
 # Pairs per forward pass on CPU when the caller sets none; on CUDA only the token budget bounds a batch.
 CPU_BATCH_SIZE = 64

@@ -25,8 +25,8 @@ class DensityResult:
         ratings: (n,) predicted human ratings, on the scale of the ratings that trained the
             checkpoint's few-shot rating head (``python -m train calibrate``); None without one.
         flags: n lists of the flags that say a row's score means little, ``[]`` for most rows: ``empty``,
-            ``unreadable`` (both scored at the floor, calibrated 0), ``punctuation``, ``truncated``
-            (:mod:`density_metric.row_flags`). Not given: no flags.
+            ``unreadable``, ``punctuation`` (these three scored at the floor, calibrated 0:
+            ``row_flags.FLOORED``), ``truncated`` (:mod:`density_metric.row_flags`). Not given: no flags.
     """
 
     scores: np.ndarray

@@ -94,8 +94,8 @@ def floor_distance(quantiles: np.ndarray) -> float:
 
 
 def floor_distances(distances: np.ndarray, flags: Sequence[Sequence[str]], quantiles: np.ndarray) -> np.ndarray:
-    """``distances`` (n,) with every row flagged ``empty`` or ``unreadable`` moved out to at least the floor
-    (:func:`floor_distance`); a new array, float64."""
+    """``distances`` (n,) with every row that has a flag of :data:`FLOORED` (``empty``, ``unreadable`` or
+    ``punctuation``) moved out to at least the floor (:func:`floor_distance`); a new array, float64."""
     distances = np.array(distances, dtype=np.float64)
     floored = np.array([not FLOORED.isdisjoint(row) for row in flags], dtype=bool)
     if floored.any():

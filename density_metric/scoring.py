@@ -136,7 +136,7 @@ class DensityScorer:
         fields: tuple[str, str] = ("contexts", "responses"),
     ) -> np.ndarray:
         """The score's distance of every pair (:meth:`distances_of`: Mahalanobis, with the repetition term where
-        the checkpoint has one, at least the floor for an empty or unreadable reply): (n,) float64. ``first_row``
+        the checkpoint has one, at least the floor for an empty, unreadable or punctuation-only reply): (n,) float64. ``first_row``
         and ``fields`` name bad rows in errors (as :func:`~density_metric.inputs.check_pairs`)."""
         contexts, responses = check_pairs(
             contexts, responses, first_row=first_row, allow_empty=allow_empty, fields=fields
@@ -150,8 +150,8 @@ class DensityScorer:
     ) -> np.ndarray:
         """The score's distance from already computed features (n, d) of checked pairs and their replies:
         the Mahalanobis distance, with the repetition term where the checkpoint has one
-        (:mod:`density_metric.repetition`), and at least the floor for an empty or unreadable reply
-        (:mod:`density_metric.row_flags`; ``flags``: the rows' flags, if already known)."""
+        (:mod:`density_metric.repetition`), and at least the floor for an empty, unreadable or punctuation-only
+        reply (:data:`~density_metric.row_flags.FLOORED`; ``flags``: the rows' flags, if already known)."""
         rep2 = self.encoder.rep2(responses) if self.stats.repetition is not None else None
         if flags is None:
             flags = reply_flags(self.encoder.pair_format, self.encoder.tokenizer, responses)
@@ -296,8 +296,8 @@ class DensityScorer:
 
         Returns:
             One dict per dialogue: ``score`` (the aggregate), ``turn_scores``, ``turn_calibrated`` and
-            ``turn_flags`` (one per turn from the second on; :meth:`flags`). An empty or unreadable turn
-            scores the floor, which pulls its dialogue's score down; one warning per call counts the
+            ``turn_flags`` (one per turn from the second on; :meth:`flags`). An empty, unreadable or
+            punctuation-only turn scores the floor, which pulls its dialogue's score down; one warning per call counts the
             flagged turns.
         """
         if aggregate not in DIALOGUE_AGGREGATES:

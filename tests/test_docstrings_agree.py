@@ -1,0 +1,71 @@
+"""Text that restates a definition of the code says what that definition says (issue 68: it had gone stale)."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from density_metric import compare_systems, row_flags
+from density_metric.results import DensityResult
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def named(text: str, name: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
+
+
+@pytest.mark.parametrize("flag", sorted(row_flags.FLOORED))
+def test_the_docstrings_of_the_floor_name_every_floored_flag(flag):
+    assert named(row_flags.floor_distances.__doc__, f"``{flag}``")
+    doc = DensityResult.__doc__
+    floored_part = doc[doc.index("flags:") : doc.index("at the floor")]
+    assert named(floored_part, f"``{flag}``"), floored_part
+
+
+def signed(name: str, **fields: str) -> compare_systems.SystemTable:
+    base = {"checkpoint": "org/a@sha256:1111", "max_length": "256", "dtype": "float32", "floor": "v2"}
+    signature = "|".join(f"{key}={value}" for key, value in {**base, "specials": "text", **fields}.items())
+    return compare_systems.SystemTable(name, Path(f"{name}.jsonl"), [], np.zeros(0), signature=signature)
+
+
+@pytest.mark.parametrize("field", compare_systems.SCORE_DEFINING_FIELDS)
+def test_check_same_scorer_names_every_score_defining_field(field):
+    other = {field: "org/b@sha256:2222" if field == "checkpoint" else "other"}
+    with pytest.raises(ValueError) as error:
+        compare_systems.check_same_scorer([signed("a"), signed("b", **other)])
+    message = str(error.value)
+    assert f"({field} " in message  # the field that differs
+    advice = message[message.index("score every file") :]
+    for name in compare_systems.SCORE_DEFINING_FIELDS:  # and what must agree: all of them
+        assert named(advice, name), (name, advice)
+        assert named(compare_systems.check_same_scorer.__doc__, name), name
+        assert named(compare_systems.__doc__, name), name
+
+
+def cited_markdown(path: Path) -> list[str]:
+    """The ``.md`` files a source file names: paths with a folder, and upper-case names (README.md, NOTES.md)."""
+    names = re.findall(r"[A-Za-z0-9_./-]*[A-Za-z0-9_]\.md\b", path.read_text(encoding="utf-8"))
+    return [name for name in names if "/" in name or name[:-3].isupper()]
+
+
+def test_every_markdown_file_the_code_cites_is_in_the_repository():
+    """train/density_term.py cited DESIGN.md, a file outside the repository."""
+    sources = [
+        ROOT / "app.py",
+        *(path for top in ("density_metric", "train", "benchmarks") for path in (ROOT / top).rglob("*.py")),
+    ]
+    in_repository = {path.relative_to(ROOT).as_posix() for path in ROOT.rglob("*.md") if ".git" not in path.parts}
+    names = {Path(path).name for path in in_repository}
+    missing = []
+    for source in sources:
+        for cited in cited_markdown(source):
+            if cited.startswith("ROOT/"):  # a placeholder for the folder given on the command line
+                continue
+            found = (
+                cited in names if "/" not in cited else any(path.endswith(cited.lstrip("./")) for path in in_repository)
+            )
+            if not found:
+                missing.append(f"{source.relative_to(ROOT)}: {cited}")
+    assert not missing
