@@ -1,9 +1,11 @@
 """Real-browser tests: Debian's Chromium, driven by Playwright, types or uploads, clicks, reads the result.
 
-Skipped where /usr/bin/chromium or the playwright package is missing (CI does not install a
-browser); never downloads one. Run it with: pytest tests/test_app_browser.py
+``.ci/run`` installs Debian's ``chromium`` (apt) and the ``dev`` extra brings the ``playwright`` package, which
+downloads no browser. Elsewhere the tests are skipped where either is missing; under CI (``CI=true``) a missing one
+fails them instead, so that CI cannot pass without running them. Run them with: pytest tests/test_app_browser.py
 """
 
+import os
 import shutil
 from pathlib import Path
 
@@ -13,8 +15,14 @@ import pytest
 from .ports import free_port
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (it needs no browser download)")
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
+IN_CI = os.environ.get("CI") == "true"
+if IN_CI:
+    import playwright.sync_api as playwright  # .ci/run installs it: missing, the tests fail
+else:
+    playwright = pytest.importorskip(
+        "playwright.sync_api", reason="pip install playwright (it needs no browser download)"
+    )
+pytestmark = pytest.mark.skipif(not IN_CI and not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
 
 # Chromium as root, offline: no sandbox, no calls home.
 FLAGS = [

@@ -69,3 +69,13 @@ def test_every_markdown_file_the_code_cites_is_in_the_repository():
             if not found:
                 missing.append(f"{source.relative_to(ROOT)}: {cited}")
     assert not missing
+
+
+def test_ci_runs_the_readmes_test_commands_verbatim():
+    """.ci/run is the README's development block, line for line (with the browser's install before it, issue 68)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("**Install for development and run the tests**") :]
+    block = section[section.index("```bash\n") + len("```bash\n") : section.index("\n```\n")]
+    setup = {"#!/usr/bin/env bash", "set -euo pipefail", 'cd "$(dirname "$0")/.."'}
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert [line for line in ci if line and not line.startswith("#") and line not in setup] == block.splitlines()
