@@ -33,6 +33,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .cli_compare import compare_command
+from .compare_systems import SCORE_DEFINING_WORDS
 from .errors import fail, positive_int, read_or_fail
 from .outputs import same_file
 from .row_flags import FLOORED, warn_flags
@@ -339,7 +340,7 @@ def add_compare_command(commands, positive_int) -> None:
         "--score-field",
         default="density",
         help="tables with this column (all or none) are not scored again; FIELD_calibrated is used too, and "
-        "FIELD_signature must name one checkpoint, max_length and dtype in all of them (default: density)",
+        f"FIELD_signature must agree on {SCORE_DEFINING_WORDS} in all of them (default: density)",
     )
     parser.add_argument(
         "--test",

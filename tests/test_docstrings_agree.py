@@ -44,6 +44,16 @@ def test_check_same_scorer_names_every_score_defining_field(field):
         assert named(compare_systems.__doc__, name), name
 
 
+def test_compares_help_names_every_score_defining_field():
+    """``--score-field``'s help said that the signatures must name one checkpoint, max_length and dtype."""
+    from density_metric.cli import build_parser
+
+    commands = next(action for action in build_parser()._actions if action.dest == "command")
+    option = next(action for action in commands.choices["compare"]._actions if action.dest == "score_field")
+    for name in compare_systems.SCORE_DEFINING_FIELDS:
+        assert named(option.help, name), (name, option.help)
+
+
 def cited_markdown(path: Path) -> list[str]:
     """The ``.md`` files a source file names: paths with a folder, and upper-case names (README.md, NOTES.md)."""
     names = re.findall(r"[A-Za-z0-9_./-]*[A-Za-z0-9_]\.md\b", path.read_text(encoding="utf-8"))
