@@ -48,7 +48,7 @@ def distribution_plot(scorer, labels: list[str], scores: np.ndarray):
             fontsize=7,
         )
     ax.set(xlabel="DEnsity score s(r) (higher: more human-like)", yticks=[])
-    ax.legend(fontsize=7, loc="best", frameon=False)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)  # beside: over no line
     fig.tight_layout()
     plt.close(fig)
     return fig
