@@ -324,3 +324,86 @@ class PackedRows:
             "feature_index": torch.from_numpy(np.maximum(features, 0)),
             "feature_valid": torch.from_numpy(features >= 0),
         }
+
+
+def assemble_rows(
+    source: np.ndarray,
+    context_end: np.ndarray,
+    context_length: np.ndarray,
+    reply_start: np.ndarray,
+    reply_length: np.ndarray,
+    sizes: np.ndarray,
+    specials: tuple[np.ndarray, np.ndarray],
+    layout: str = "paper",
+) -> PackedRows:
+    """Encoder rows from ids already in ``source``, cut to fit: context ``c`` of the n contexts ends at
+    ``context_end[c]``, candidate ``j`` of the m = sum(``sizes``) is ``reply_length[j]`` ids from
+    ``reply_start[j]``; ``specials``: (starts, lengths) of the pair template's open, middle and close ids.
+
+    ``paper``: one row per candidate (open, context, middle, reply, close), ``context_length`` (m,) per
+    candidate; ``shared-context``: one row per context (open, context, middle, then per candidate open, reply,
+    close), ``context_length`` (n,) per context. Laid out as :meth:`density_metric.pair_format.PairFormat.pack`
+    lays its rows out (the training's token store, train/token_store.py, builds its rows with it; pack's own
+    assembly could call it too)."""
+    if layout != "paper":
+        return _shared_rows(source, context_end, context_length, reply_start, reply_length, sizes, specials)
+    (open_at, middle_at, close_at), (n_open, n_middle, n_close) = (np.asarray(part).tolist() for part in specials)
+    m = len(reply_start)
+    owner = np.repeat(np.arange(len(context_end)), sizes)
+    starts = np.stack(
+        [
+            np.full(m, open_at),
+            context_end[owner] - context_length,
+            np.full(m, middle_at),
+            reply_start,
+            np.full(m, close_at),
+        ],
+        axis=1,
+    )
+    lengths = np.stack(
+        [np.full(m, n_open), context_length, np.full(m, n_middle), reply_length, np.full(m, n_close)], axis=1
+    )
+    ids = gather(source, starts.ravel(), lengths.ravel())
+    offsets = np.concatenate([[0], np.cumsum(lengths.sum(axis=1))])
+    return PackedRows(ids, offsets, None, None, np.zeros(m, dtype=np.int64), np.arange(m + 1, dtype=np.int64))
+
+
+def _shared_rows(source, context_end, context, reply_start, kept, sizes, specials) -> PackedRows:
+    """:func:`assemble_rows` in the shared-context layout."""
+    (open_at, middle_at, close_at), (n_open, n_middle, n_close) = (np.asarray(part).tolist() for part in specials)
+    n, m = len(context_end), len(reply_start)
+    head = n_open + context + n_middle
+    block = n_open + kept + n_close
+    pieces = 3 + 3 * sizes
+    first_piece = np.cumsum(pieces) - pieces
+    first_candidate = np.cumsum(sizes) - sizes
+    local = within(sizes)
+    total = int(pieces.sum())
+    starts, lengths = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
+    bases, segments = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
+    head_at = first_piece[:, None] + np.arange(3)
+    starts[head_at] = np.stack([np.full(n, open_at), context_end - context, np.full(n, middle_at)], axis=1)
+    lengths[head_at] = np.stack([np.full(n, n_open), context, np.full(n, n_middle)], axis=1)
+    bases[head_at] = np.stack([np.zeros(n, dtype=np.int64), np.full(n, n_open), n_open + context], axis=1)
+    segments[head_at] = 0
+    block_at = (np.repeat(first_piece, sizes) + 3 + 3 * local)[:, None] + np.arange(3)
+    block_head = np.repeat(head, sizes)
+    starts[block_at] = np.stack([np.full(m, open_at), reply_start, np.full(m, close_at)], axis=1)
+    lengths[block_at] = np.stack([np.full(m, n_open), kept, np.full(m, n_close)], axis=1)
+    bases[block_at] = block_head[:, None] + np.stack(
+        [np.zeros(m, dtype=np.int64), np.full(m, n_open), n_open + kept], axis=1
+    )
+    segments[block_at] = (local + 1)[:, None]
+    ids = gather(source, starts, lengths)
+    positions = np.repeat(bases - (np.cumsum(lengths) - lengths), lengths) + np.arange(len(ids))
+    row_lengths = head + np.bincount(np.repeat(np.arange(n), sizes), weights=block, minlength=n).astype(np.int64)
+    done = np.concatenate([[0], np.cumsum(block)])
+    features = block_head + done[:-1] - np.repeat(done[first_candidate], sizes)
+    return PackedRows(
+        ids,
+        np.concatenate([[0], np.cumsum(row_lengths)]),
+        positions,
+        np.repeat(segments, lengths),
+        features,
+        np.concatenate([[0], np.cumsum(sizes)]),
+    )

@@ -25,6 +25,9 @@ from .losses import CONTRASTIVE_AVERAGES
 from .negatives import KINDS, NegativeMix
 from .selection import parse_floor, required_metrics
 
+LR_SCALINGS = ("none", "linear", "sqrt")  # how --lr follows the contexts a step (scaled_lr)
+REFERENCE_CONTEXTS = 16  # the contexts a step --lr is given for when it is scaled: the paper's batch
+MAX_CONTEXTS = 256  # the most contexts a step (--batch-size x --grad-accum x processes)
 OVERLAP_SOURCES = ("last-turn", "lines")  # the golds --overlap-rows draws from
 GROUNDED_CORPORA = ("personachat", "topical_chat")  # the corpora of train/grounded_corpora.py
 
@@ -62,6 +65,9 @@ class TrainConfig:
     batch_size: int = 16  # contexts per micro-batch and process, each with 1 + negatives candidates
     grad_accum: int = 1
     lr: float = 5e-5
+    # How the learning rate follows the contexts a step C (scaled_lr): "none" (lr as given), "linear" (lr * C / 16)
+    # or "sqrt" (lr * sqrt(C / 16)); lr is then the rate at the paper's 16 contexts a step.
+    lr_scaling: str = "none"
     weight_decay: float = 0.0
     warmup_steps: int = 1000
     max_grad_norm: float = 1.0
@@ -143,6 +149,7 @@ class TrainConfig:
         smallest |= {"save_every": 1, "valid_fit_pairs": 2, "valid_limit": 0}  # a Gaussian needs 2 golds
         for name, least in smallest.items():
             check_at_least(flag_of(name), getattr(self, name), least)
+        check_contexts_per_step(self.batch_size * self.grad_accum, self.lr_scaling)
         if self.contrastive_average not in CONTRASTIVE_AVERAGES:
             raise ValueError(
                 f"contrastive_average must be one of {CONTRASTIVE_AVERAGES}, got {self.contrastive_average!r}"
@@ -221,6 +228,31 @@ class TrainConfig:
     def excluded_kinds(self) -> frozenset[str]:
         """The kinds of ``contrastive_exclude``."""
         return frozenset(kind.strip() for kind in self.contrastive_exclude.split(",") if kind.strip())
+
+
+def check_contexts_per_step(contexts: int, lr_scaling: str, processes: int = 1) -> None:
+    """A ValueError unless ``contexts`` a process (``--batch-size x --grad-accum``) times ``processes`` is at
+    most :data:`MAX_CONTEXTS`, and, where the learning rate is scaled, at least :data:`REFERENCE_CONTEXTS`."""
+    if lr_scaling not in LR_SCALINGS:
+        raise ValueError(f"--lr-scaling must be one of {LR_SCALINGS}, got {lr_scaling!r}")
+    total, where = contexts * processes, f" x {processes} processes" if processes > 1 else ""
+    smallest = REFERENCE_CONTEXTS if lr_scaling != "none" else 1
+    if not smallest <= total <= MAX_CONTEXTS:
+        raise ValueError(
+            f"--batch-size x --grad-accum{where} is {total} contexts a step; it must be in [{smallest}, {MAX_CONTEXTS}]"
+            + (f" with --lr-scaling {lr_scaling}" if lr_scaling != "none" else "")
+        )
+
+
+def scaled_lr(lr: float, contexts: int, lr_scaling: str) -> float:
+    """The learning rate of a step of ``contexts`` contexts: ``lr`` itself (``none``), or ``lr`` given for
+    :data:`REFERENCE_CONTEXTS` contexts scaled linearly (``linear``: lr * C / 16) or by the square root
+    (``sqrt``: lr * sqrt(C / 16))."""
+    if lr_scaling == "linear":
+        return lr * contexts / REFERENCE_CONTEXTS
+    if lr_scaling == "sqrt":
+        return lr * (contexts / REFERENCE_CONTEXTS) ** 0.5
+    return lr
 
 
 def flag_of(name: str) -> str:

@@ -11,7 +11,7 @@ from dataclasses import fields
 from density_metric.pair_format import LAYOUTS, POOLINGS, PairFormat
 
 from .arguments import checkpoint_folder
-from .config import OVERLAP_SOURCES, TrainConfig, flag_of
+from .config import LR_SCALINGS, MAX_CONTEXTS, OVERLAP_SOURCES, REFERENCE_CONTEXTS, TrainConfig, flag_of
 from .density_term import (
     DEFAULT_BANK_SIZE,
     DEFAULT_COPIES,
@@ -142,6 +142,15 @@ def add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
     )
     recipe.add_argument("--grad-accum", type=int, default=1, help="micro-batches per optimizer step (default: 1)")
     recipe.add_argument("--lr", type=float, default=5e-5, help="AdamW learning rate (default: 5e-5)")
+    recipe.add_argument(
+        "--lr-scaling",
+        choices=LR_SCALINGS,
+        default="none",
+        help="how the learning rate follows the contexts a step C (--batch-size x --grad-accum x processes, "
+        f"{REFERENCE_CONTEXTS}-{MAX_CONTEXTS}): 'linear' trains at lr x C / {REFERENCE_CONTEXTS}, 'sqrt' at "
+        f"lr x sqrt(C / {REFERENCE_CONTEXTS}), --lr being the rate at {REFERENCE_CONTEXTS} contexts; "
+        "'none' (default): --lr as given",
+    )
     recipe.add_argument("--weight-decay", type=float, default=0.0, help="default: 0")
     recipe.add_argument("--warmup-steps", type=int, default=1000, help="linear warm-up steps (default: 1000)")
     recipe.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping (default: 1.0)")

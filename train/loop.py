@@ -37,10 +37,10 @@ from tqdm.auto import tqdm
 from density_metric.features import cpu_has_native_bf16
 
 from .arguments import checkpoint_folder, encoder_folder
-from .config import TrainConfig, check_resumable
-from .data import SelectionData, epoch_batches, epoch_negatives
-from .density_term import BANK_FILE, DensityTerm, draw_copies, start_density_term
-from .evaluation import Evaluation, encode_groups
+from .config import TrainConfig, check_contexts_per_step, check_resumable, scaled_lr
+from .data import SelectionData
+from .density_term import BANK_FILE, DensityTerm, start_density_term
+from .evaluation import Evaluation
 from .grounding import GroundingSpec, benchmark_sentences, ground_pairs
 from .grounding_validation import USES_LINES, GroundingSet, line_use
 from .losses import selection_loss, supervised_contrastive_loss
@@ -59,9 +59,11 @@ from .state import (
     save_optimizer,
     write_trainer_state,
 )
+from .step_batches import MicroBatch, StepBatches, one_ahead, text_micro_batch
 from .validation import OVERLAP_MIN, DevJudgments, last_turn_overlap
 
 logger = logging.getLogger(__name__)
+LOG_BLOCK = 100  # steps whose log lines wait on the device before they are written (and at every save and evaluation)
 
 
 def resolve_mixed_precision(setting: str) -> str:
@@ -136,7 +138,13 @@ class Trainer(Evaluation):
                 )
         if config.length_buckets:
             self.context_lengths = config.pair_format.context_lengths(self.tokenizer, train.contexts)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        self.contexts_per_step = config.batch_size * config.grad_accum * self.accelerator.num_processes
+        check_contexts_per_step(
+            config.batch_size * config.grad_accum, config.lr_scaling, self.accelerator.num_processes
+        )
+        self.lr = scaled_lr(config.lr, self.contexts_per_step, config.lr_scaling)
+        fused = {"fused": True} if self.accelerator.device.type == "cuda" else {}  # one kernel for every tensor
+        optimizer = torch.optim.AdamW(model.parameters(), lr=self.lr, weight_decay=config.weight_decay, **fused)
         self.steps_per_epoch = self._steps_per_epoch()
         self.scheduler = get_linear_schedule_with_warmup(
             optimizer, config.warmup_steps, self.steps_per_epoch * config.epochs
@@ -198,6 +206,11 @@ class Trainer(Evaluation):
                 self.accelerator.device,
                 state_dir / BANK_FILE if resume else None,
             )
+        self.anchored = 0  # candidates per context the anchor reads: the golds, with --anchor-negatives all 1 + N
+        if self.density_term is not None and self.density_term.anchor is not None:
+            self.anchored = 1 + config.negatives if config.anchor_negatives else 1
+        self._pending: list[tuple[dict, torch.Tensor]] = []  # log lines whose losses are still on the device
+        self.batches = StepBatches(self, self.anchored)  # every training text tokenised, once
         if resume:  # last, since loading the density term's anchor draws from the RNG (its head's init)
             torch.set_rng_state(load_file(str(state_dir / "rng.safetensors"))[f"rank{self.accelerator.process_index}"])
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -256,142 +269,150 @@ class Trainer(Evaluation):
                 handle.write(json.dumps(record) + "\n")
 
     def _micro_batch_loss(self, contexts, candidates, kinds) -> tuple[torch.Tensor, ...]:
-        """The loss of one micro-batch, its parts (cross-entropy, contrastive term, the density
-        term's margin and drift) and the golds' features (B, d), detached.
+        """:meth:`_loss` of the micro-batch of these texts (``candidates``: per context the gold, ``negatives``
+        negatives, then the density term's copies; ``kinds``: per context the kind of each negative and copy)."""
+        micro = text_micro_batch(self.tokenizer, self.config, contexts, candidates, kinds, self.anchored)
+        return self._loss(micro.to(self.accelerator.device))
 
-        ``candidates``: per context, the gold, ``negatives`` negatives, then the density term's
-        copies (if any); the cross-entropy reads the first 1 + ``negatives``. ``kinds``: per
-        context, the kind of each negative and copy (rows of an excluded kind stay out of the
-        contrastive term)."""
-        config, group_size, selection = self.config, len(candidates[0]), 1 + self.config.negatives
-        batch = encode_groups(self.tokenizer, config, contexts, candidates)
+    def _loss(self, micro: MicroBatch) -> tuple[torch.Tensor, ...]:
+        """The loss of one micro-batch, its parts (cross-entropy, contrastive term, the density
+        term's margin and drift) and the golds' features (B, d), detached. The cross-entropy reads the
+        first 1 + ``negatives`` candidates of each group; rows ``micro.keep`` leaves out (negatives of an
+        excluded kind) stay out of the contrastive term."""
+        config, group_size, selection = self.config, micro.group_size, 1 + self.config.negatives
         device = self.accelerator.device
         with self.accelerator.autocast():
-            features, logits = self.model({name: tensor.to(device) for name, tensor in batch.items()})
+            features, logits = self.model(micro.inputs)
         ce = selection_loss(logits.view(-1, group_size)[:, :selection].reshape(-1), selection)
         contrastive = torch.zeros((), device=device)
         if config.contrastive_weight:
-            keep, excluded = None, config.excluded_kinds
-            if excluded:
-                flags = [flag for row in kinds for flag in (True, *(kind not in excluded for kind in row))]
-                keep = torch.tensor(flags, device=device)
             contrastive = supervised_contrastive_loss(
-                features, group_size, config.tau, config.contrastive_average, keep=keep
+                features, group_size, config.tau, config.contrastive_average, keep=micro.keep
             )
         loss = ce + config.contrastive_weight * contrastive
-        golds = features.view(len(contexts), group_size, -1)[:, 0]
+        grouped = features.view(micro.contexts, group_size, -1)
+        golds = grouped[:, 0]
         margin = drift = torch.zeros((), device=device)
         if self.density_term is not None:
             anchored = anchor_features = None
             if self.density_term.anchor is not None:  # the golds (and the negatives) as the start saw them
-                held = selection if config.anchor_negatives else 1
-                alone = encode_groups(self.tokenizer, config, contexts, [group[:held] for group in candidates])
-                with torch.no_grad(), self.accelerator.autocast():
-                    anchor_features, _ = self.density_term.anchor({k: v.to(device) for k, v in alone.items()})
-                anchored = features.view(len(contexts), group_size, -1)[:, :held].reshape(-1, features.shape[-1])
-            copies = features.view(len(contexts), group_size, -1)[:, selection:]
-            real = torch.tensor(
-                [[kind != "random" for kind in row[config.negatives :]] for row in kinds], device=device
-            )
-            term, margin, drift = self.density_term.loss(golds, copies, anchor_features, real, anchored)
+                with torch.no_grad(), self._anchor_autocast():
+                    anchor_features, _ = self.density_term.anchor(micro.anchor_inputs)
+                anchored = grouped[:, : self.anchored].reshape(-1, features.shape[-1])
+            copies = grouped[:, selection:]
+            term, margin, drift = self.density_term.loss(golds, copies, anchor_features, micro.real, anchored)
             loss = loss + term
         return loss, ce, contrastive, margin, drift, golds.detach()
 
+    def _anchor_autocast(self):
+        """bf16 autocast for the frozen anchor's forward pass on CUDA (it needs no gradient, and bf16 halves
+        its time there); elsewhere the run's own precision."""
+        if self.accelerator.device.type == "cuda":
+            return torch.autocast("cuda", dtype=torch.bfloat16)
+        return self.accelerator.autocast()
+
     def train(self, stop_after_steps: int | None = None, stop_after_seconds: float | None = None) -> dict:
         """Run the remaining epochs, or stop (state saved) after ``stop_after_steps`` optimizer steps
-        or once ``stop_after_seconds`` have passed, e.g. inside a time-limited command."""
-        config, accelerator = self.config, self.accelerator
-        world, rank = accelerator.num_processes, accelerator.process_index
+        or once ``stop_after_seconds`` have passed (the host's clock), e.g. inside a time-limited command."""
+        config = self.config
         taken, started = 0, time.monotonic()
         if config.eval_at_start and self.progress["global_step"] == 0:
             self._evaluate_and_select(0)
         while self.progress["epoch"] < config.epochs:
-            epoch = self.progress["epoch"]
-            batches = epoch_batches(
-                len(self.train_data),
-                config.batch_size,
-                config.seed + epoch,
-                self.context_lengths,
-                config.length_buckets,
-                self.overlap_pool,
-                config.overlap_rows,
-            )
-            negatives = None
-            if self.mix.random_only:  # the authors' way: one table for the epoch (or the whole run)
-                negatives = epoch_negatives(
-                    self.train_data, config.negatives, config.negatives_seed, epoch, config.resample_negatives
-                )
+            epoch, first = self.progress["epoch"], self.progress["step_in_epoch"]
             evaluate_after = {
                 round(self.steps_per_epoch * (j + 1) / config.evals_per_epoch) for j in range(config.evals_per_epoch)
             }
             self.model.train()
             bar = tqdm(
-                range(self.progress["step_in_epoch"], self.steps_per_epoch),
+                total=self.steps_per_epoch,
+                initial=first,
                 desc=f"epoch {epoch + 1}/{config.epochs}",
-                disable=not accelerator.is_main_process,
+                disable=not self.accelerator.is_main_process,
             )
-            for step in bar:
-                losses, golds = [], []
-                for micro in range(config.grad_accum):
-                    index = (step * world + rank) * config.grad_accum + micro
-                    rows = batches[index]
-                    contexts = [self.train_data.contexts[i] for i in rows]
-                    if negatives is not None:
-                        drawn = {i: [("random", text) for text in negatives[i]] for i in map(int, rows)}
-                    else:
-                        hard = self.progress["global_step"] >= config.hard_negatives_after
-                        drawn = self._draw(rows, epoch, self.mix if hard else self.random_mix)
-                    if self.density_term is not None:
-                        for row, copies in draw_copies(self.train_data, rows, config, epoch).items():
-                            drawn[row] = [*drawn[row], *copies]
-                    candidates = [[self.train_data.responses[i], *(text for _, text in drawn[i])] for i in rows]
-                    kinds = [[kind for kind, _ in drawn[i]] for i in rows]
-                    sync = micro == config.grad_accum - 1
-                    with contextlib.nullcontext() if sync else accelerator.no_sync(self.model):
-                        *parts, step_golds = self._micro_batch_loss(contexts, candidates, kinds)
-                        accelerator.backward(parts[0] / config.grad_accum)
-                    losses.append(torch.stack(parts).detach())
-                    golds.append(step_golds)
-                accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
-                self.optimizer.step()
-                self.scheduler.step()
-                self.optimizer.zero_grad()
-                if self.density_term is not None:  # after the step: a step's golds never measure themselves
-                    self.density_term.push(accelerator.gather(torch.cat(golds)).float())
-                means = accelerator.reduce(torch.stack(losses).mean(0), "mean").tolist()
-                mean_loss, mean_ce, mean_contrastive, mean_margin, mean_drift = means
-                self.progress["step_in_epoch"] = step + 1
-                self.progress["global_step"] += 1
-                bar.set_postfix(loss=f"{mean_loss:.4f}")
-                self._log(
-                    {
-                        "type": "train",
-                        "epoch": epoch,
-                        "step": self.progress["global_step"],
-                        "loss": mean_loss,
-                        "ce": mean_ce,
-                        "contrastive": mean_contrastive,
-                        **({"margin": mean_margin, "drift": mean_drift} if self.density_term is not None else {}),
-                        "lr": self.scheduler.get_last_lr()[0],
-                        "elapsed": round(time.monotonic() - started, 2),  # seconds since this process began
-                    }
-                )
-                taken += 1
-                if step + 1 in evaluate_after:  # before any stop, so that a resumed run never skips it
-                    self._evaluate_and_select(epoch)
-                out_of_time = stop_after_seconds is not None and time.monotonic() - started > stop_after_seconds
-                # Every process must agree to stop at the same step.
-                out_of_time = bool(
-                    accelerator.reduce(torch.tensor(float(out_of_time), device=accelerator.device), "sum").item()
-                )
-                if (stop_after_steps is not None and taken >= stop_after_steps) or out_of_time:
-                    self.save_state()
-                    return self.progress
-                if config.save_every and self.progress["global_step"] % config.save_every == 0:
-                    self.save_state()
-            self.progress.update(epoch=epoch + 1, step_in_epoch=0)
-            self.save_state()
+            plan = self.batches.epoch(epoch)
+            before = self.progress["global_step"] - first  # global steps taken before this epoch
+
+            def make(step, plan=plan, epoch=epoch, before=before):
+                return self.batches.step(plan, epoch, step, before + step)
+
+            pin = self.accelerator.device.type == "cuda"
+            with contextlib.closing(one_ahead(make, range(first, self.steps_per_epoch), pin)) as steps:
+                for step, micro_batches in steps:
+                    self._step(micro_batches, epoch, started)
+                    bar.update(1)
+                    taken += 1
+                    last = step + 1 == self.steps_per_epoch
+                    if last:  # the epoch's end, before any save: one save holds it
+                        self.progress.update(epoch=epoch + 1, step_in_epoch=0)
+                    stop = stop_after_steps is not None and taken >= stop_after_steps
+                    stop = stop or self._out_of_time(started, stop_after_seconds)
+                    if step + 1 in evaluate_after:  # before any stop, so that a resumed run never skips it
+                        self._write_log(bar)
+                        self._evaluate_and_select(epoch)  # which saves the state
+                    elif stop or last or (config.save_every and self.progress["global_step"] % config.save_every == 0):
+                        self.save_state()
+                    elif len(self._pending) >= LOG_BLOCK:
+                        self._write_log(bar)
+                    if stop:
+                        return self.progress
+            if first == self.steps_per_epoch:  # a state saved at an epoch's last step before the epoch's end
+                self.progress.update(epoch=epoch + 1, step_in_epoch=0)
+                self.save_state()
+        self._write_log()
         return self.progress
+
+    def _step(self, micro_batches: list[MicroBatch], epoch: int, started: float) -> None:
+        """One optimizer step over ``micro_batches`` (on the host, moved here); its log line waits on the device."""
+        config, accelerator = self.config, self.accelerator
+        losses, golds = [], []
+        for index, micro in enumerate(micro_batches):
+            micro = micro.to(accelerator.device)
+            sync = index == len(micro_batches) - 1
+            with contextlib.nullcontext() if sync else accelerator.no_sync(self.model):
+                *parts, step_golds = self._loss(micro)
+                accelerator.backward(parts[0] / config.grad_accum)
+            losses.append(torch.stack(parts).detach())
+            golds.append(step_golds)
+        accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad()
+        if self.density_term is not None:  # after the step: a step's golds never measure themselves
+            self.density_term.push(accelerator.gather(torch.cat(golds)).float())
+        self.progress["step_in_epoch"] += 1
+        self.progress["global_step"] += 1
+        record = {
+            "type": "train",
+            "epoch": epoch,
+            "step": self.progress["global_step"],
+            "lr": self.scheduler.get_last_lr()[0],
+            "elapsed": round(time.monotonic() - started, 2),  # seconds since this process began, on the host
+        }
+        self._pending.append((record, torch.stack(losses).mean(0)))
+
+    def _write_log(self, bar=None) -> None:
+        """The steps' log lines kept since the last write, in step order, with their losses: one copy from the
+        device (and one collective over processes) for the block."""
+        if not self._pending:
+            return
+        records, losses = zip(*self._pending)
+        self._pending = []
+        means = self.accelerator.reduce(torch.stack(losses), "mean").tolist()
+        names = ("loss", "ce", "contrastive", *(("margin", "drift") if self.density_term is not None else ()))
+        for record, values in zip(records, means):
+            head, tail = {k: record[k] for k in ("type", "epoch", "step")}, {k: record[k] for k in ("lr", "elapsed")}
+            self._log({**head, **dict(zip(names, values)), **tail})
+        if bar is not None:
+            bar.set_postfix(loss=f"{means[-1][0]:.4f}")
+
+    def _out_of_time(self, started: float, seconds: float | None) -> bool:
+        """Whether ``seconds`` have passed on the host's clock; with several processes, whether they have on any
+        (every process must stop at the same step)."""
+        out = seconds is not None and time.monotonic() - started > seconds
+        if self.accelerator.num_processes == 1:
+            return out
+        return bool(self.accelerator.reduce(torch.tensor(float(out), device=self.accelerator.device), "sum").item())
 
     def _draw(self, rows, epoch: int, mix: NegativeMix | None = None) -> dict[int, list[tuple[str, str]]]:
         """Negatives of ``rows`` from ``mix`` (default: the run's), as (kind, text): a function of
@@ -408,7 +429,9 @@ class Trainer(Evaluation):
         return dict(zip((int(row) for row in rows), drawn))
 
     def save_state(self) -> None:
-        """Everything a new process needs to continue: weights, optimizer, scheduler, RNG, position."""
+        """Everything a new process needs to continue: weights, optimizer, scheduler, RNG, position; the log
+        lines of the steps it holds are written first."""
+        self._write_log()
         accelerator = self.accelerator
         rng = accelerator.gather(torch.get_rng_state()[None].to(accelerator.device)).cpu()
 
