@@ -13,7 +13,8 @@ before any scoring. Values, by format:
 - ``jsonl``: as JSON; what JSON cannot hold as null (NaN, infinities) or as its ``str`` (dates or
   bytes from parquet); a lone surrogate (``"\ud800"`` in a JSON input: a bad row) as JSON's escape;
 - ``csv``: lists and dicts as JSON text (a context ``["Hi", "How are you?"]`` reads back as
-  that list), None, NaN and infinities as an empty field, anything else as its ``str``; a lone surrogate in a string
+  that list), None, NaN and infinities as an empty field, an empty string as ``""`` (an empty unquoted field reads
+  back as a missing value), anything else as its ``str``; a lone surrogate in a string
   as U+FFFD (UTF-8 cannot hold it);
 - ``parquet``: one type a column, from all rows. A column of strings and lists of strings
   (contexts given both ways) is written as lists: a string ``s`` as ``[s]``, the one turn it
@@ -27,6 +28,7 @@ before any scoring. Values, by format:
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -101,6 +103,24 @@ def _csv_cell(value: Any) -> Any:
     return value
 
 
+def _csv_line(names: Sequence[str], cells: dict[str, Any]) -> str:
+    """One CSV row as ``csv.writer`` writes it, except that an empty string is ``""``: an empty unquoted cell reads
+    back as a missing value (:mod:`density_metric.csv_cells`), as None and NaN are written."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    fields = []
+    for name in names:
+        value = cells.get(name)
+        if value is None or value == "" and isinstance(value, str):
+            fields.append("" if value is None else '""')
+            continue
+        buffer.seek(0)
+        buffer.truncate()
+        writer.writerow([value])
+        fields.append(buffer.getvalue().removesuffix("\r\n"))
+    return ",".join(fields) + "\r\n"
+
+
 def _arrow_column(values: list[Any]) -> pa.Array:
     """One pyarrow array for one column's values (None: null), by the rules of the module docstring."""
     import pyarrow as pa
@@ -171,10 +191,15 @@ def write_records(path: str | Path, fmt: str, records: Sequence[dict[str, Any]],
                     for record in records:
                         handle.write(_json_text(record) + "\n")
                 else:
-                    writer = csv.DictWriter(handle, fieldnames=_column_names(records, columns))
+                    names = _column_names(records, columns)
+                    writer = csv.DictWriter(handle, fieldnames=names)
                     writer.writeheader()
                     for record in records:
-                        writer.writerow({key: _csv_cell(value) for key, value in record.items()})
+                        cells = {key: _csv_cell(value) for key, value in record.items()}
+                        if any(cell == "" and isinstance(cell, str) for cell in cells.values()):
+                            handle.write(_csv_line(names, cells))
+                        else:
+                            writer.writerow(cells)
                 sync(handle)
         os.replace(temporary, path)
     except BaseException:

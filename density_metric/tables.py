@@ -4,7 +4,8 @@ A table is a file with one record per row, in one of three formats (:data:`FORMA
 
 - ``jsonl``: one JSON object a line (``.jsonl``, ``.json``); blank lines are skipped;
 - ``csv``: a header row, then one row a line; every value is a string. Fields may be of any
-  length. A row with more values than the header has columns is a bad row (``"5 values for
+  length. An empty, unquoted cell of the context or response column is a missing value (pandas writes NaN and None
+  so): the row is bad, never scored as empty text (an empty string is ``""``; no context, ``[]``). A row with more values than the header has columns is a bad row (``"5 values for
   3 columns"``), kept as its raw text in ``line`` (as a JSONL line that is not JSON, so no value
   is lost); one with fewer gets None for the missing columns;
 - ``parquet``: any columns; ``to_pylist`` gives one dict per row.
@@ -51,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .csv_cells import missing_cell
 from .inputs import as_context, as_response
 from .results import ScoreChunk, score_columns
 from .table_writer import FORMATS, arrow_table, check_format, check_writable, write_records
@@ -135,8 +137,9 @@ def _open_text(path: Path, newline: str | None = None):
     return open(path, encoding="utf-8-sig", newline=newline)
 
 
-def _read_records(path: Path, fmt: str) -> tuple[Records, list[str]]:
-    """(record, where, problem or None) per row, in file order, and the table's columns."""
+def _read_records(path: Path, fmt: str, fields: Sequence[str] = ()) -> tuple[Records, list[str]]:
+    """(record, where, problem or None) per row, in file order, and the table's columns; ``fields``: the columns
+    of the pair, where a CSV's empty cell is a missing value (:func:`_read_csv`)."""
     name = source_name(path)
     if fmt == "jsonl":
         rows: Records = []
@@ -165,7 +168,7 @@ def _read_records(path: Path, fmt: str) -> tuple[Records, list[str]]:
                     columns.update(dict.fromkeys(record))
         return rows, list(columns)
     if fmt == "csv":
-        return _read_csv(path)
+        return _read_csv(path, fields)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -200,8 +203,9 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return record
 
 
-def _read_csv(path: Path) -> tuple[Records, list[str]]:
-    """The CSV rows, as the module docstring says; a row with too many values keeps its raw text, as ``line``."""
+def _read_csv(path: Path, fields: Sequence[str] = ()) -> tuple[Records, list[str]]:
+    """The CSV rows, as the module docstring says; a row with too many values keeps its raw text, as ``line``, and
+    one whose cell of ``fields`` is empty and unquoted (a missing value) is a bad row that names the column."""
     # Process-wide and left raised: putting it back could cut short another thread's read.
     csv.field_size_limit(CSV_FIELD_LIMIT)
     consumed: list[str] = []  # the physical lines of the row being parsed (a quoted field may span several)
@@ -217,6 +221,7 @@ def _read_csv(path: Path) -> tuple[Records, list[str]]:
         try:
             header = next(reader, [])
             _refuse_repeated(header, f"{source_name(path)}, line {reader.line_num}: the header")
+            consumed.clear()  # the header's lines: the first row's raw text starts after them
             for values in reader:
                 raw, where = "".join(consumed).rstrip("\r\n"), f"line {reader.line_num}"
                 consumed.clear()
@@ -225,7 +230,8 @@ def _read_csv(path: Path) -> tuple[Records, list[str]]:
                 if len(values) > len(header):
                     rows.append(({"line": raw}, where, f"{len(values)} values for {len(header)} columns"))
                 else:
-                    rows.append((dict(zip(header, values + [None] * (len(header) - len(values)))), where, None))
+                    record = dict(zip(header, values + [None] * (len(header) - len(values))))
+                    rows.append((record, where, missing_cell(header, values, raw, fields)))
         except csv.Error as err:  # a broken file, not a bad row: the rows after it cannot be placed
             raise ValueError(f"{source_name(path)}, line {reader.line_num}: not valid CSV ({err})") from None
     return rows, header
@@ -307,7 +313,7 @@ def read_table(
     path = Path(path)
     fmt = table_format(path, fmt or ("jsonl" if str(path) == STDIN else None))
     try:
-        records, columns = _read_records(path, fmt)
+        records, columns = _read_records(path, fmt, (context_field, response_field))
     except UnicodeDecodeError as err:
         raise ValueError(f"{source_name(path)}: not UTF-8 text ({err.reason})") from None
     rows = []

@@ -77,7 +77,8 @@ def test_csv_round_trip_with_context_separator(tiny_checkpoint, tiny_scorer, tmp
         writer = csv.DictWriter(handle, fieldnames=["id", "context", "response"])
         writer.writeheader()
         for row in ROWS:
-            writer.writerow({**row, "context": " || ".join(row["context"])})
+            # an empty cell is a missing value (issue 68); no context is [] (csv writes "" as an empty cell)
+            writer.writerow({**row, "context": " || ".join(row["context"]) or "[]"})
     assert run(tiny_checkpoint, tmp_path / "in.csv", "-o", tmp_path / "out.csv", "--context-sep", " || ") == 0
     with open(tmp_path / "out.csv", newline="", encoding="utf-8") as handle:
         out = list(csv.DictReader(handle))

@@ -110,7 +110,7 @@ def test_custom_fields_and_context_separator(tmp_path):
     with open(tmp_path / "in.csv", "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=["history", "reply"])
         writer.writeheader()
-        writer.writerows([{"history": "hi || how are you", "reply": "fine"}, {"history": "", "reply": "hello"}])
+        writer.writerows([{"history": "hi || how are you", "reply": "fine"}, {"history": "[]", "reply": "hello"}])
     rows = read_rows(tmp_path / "in.csv", context_field="history", response_field="reply", context_sep=" || ")
     assert [(row.where, row.context, row.response, row.error) for row in rows] == [
         ("line 2", ["hi", "how are you"], "fine", None),
