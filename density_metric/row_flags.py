@@ -9,6 +9,11 @@ Every scored row gets a list of flags, empty for most rows, in this order:
 - ``punctuation``: the reply has no letter and no digit in any script (``...``, ``?!``, ``:)``, ``😀!``). It says
   no word, so it gets the floor too (policy ``v2``): read and scored as usual, such replies beat the real reply on
   the bundled model in 22.4 % of 500 DailyDialog test cases (``?!`` in 28 %; ``benchmarks/probes.py``);
+- ``non-latin``: the reply, or the context (its turns together), is mostly letters outside the Latin script
+  (Cyrillic, Hangul, Chinese, Arabic, Greek...; :mod:`density_metric.scripts`). The model reads English: such a row
+  gets a score, but it means little (a Russian dialogue's Cyrillic gibberish scored calibrated 0.51). Flagged, not
+  floored: the encoder still reads its tokens, and no floor is argued for text the model was not made for. No
+  human reply or context of the project's English corpora is flagged (``results/bundled-default/languages/``);
 - ``truncated``: the pair did not fit the checkpoint's ``max_length``, so the encoder read only the most
   recent part of the context or the first ``max_response_length`` tokens of the reply
   (:meth:`~density_metric.pair_format.PairFormat.truncated`).
@@ -35,10 +40,13 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from .scripts import mostly_other_script, turns_mostly_other_script
+
 logger = logging.getLogger(__name__)
 
 EMPTY, UNREADABLE, PUNCTUATION, TRUNCATED = "empty", "unreadable", "punctuation", "truncated"
-FLAGS = (EMPTY, UNREADABLE, PUNCTUATION, TRUNCATED)
+NON_LATIN = "non-latin"
+FLAGS = (EMPTY, UNREADABLE, PUNCTUATION, NON_LATIN, TRUNCATED)
 # The flags whose rows get the floor: the encoder read no word of the reply.
 FLOORED = frozenset({EMPTY, UNREADABLE, PUNCTUATION})
 FLOOR_FACTOR = 2.0
@@ -47,6 +55,7 @@ _WORDS = {
     EMPTY: "empty or blank",
     UNREADABLE: "unreadable (every token unknown)",
     PUNCTUATION: "punctuation only",
+    NON_LATIN: "mostly letters outside the Latin script (reply or context)",
     TRUNCATED: "truncated to max_length",
 }
 
@@ -66,19 +75,34 @@ def reply_flag(response: str, ids: Sequence[int], unknown_id: int | None) -> str
 def row_flags(pair_format, tokenizer, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> list[list[str]]:
     """The flags of every (context, response) pair, as ``pair_format`` reads it with ``tokenizer``: n lists."""
     reply_ids = pair_format.reply_ids(tokenizer, responses)
-    return flags_of(responses, reply_ids, pair_format.truncated(tokenizer, contexts, reply_ids), tokenizer.unk_token_id)
+    cut = pair_format.truncated(tokenizer, contexts, reply_ids)
+    return flags_of(responses, reply_ids, cut, tokenizer.unk_token_id, contexts=contexts)
 
 
 def flags_of(
-    responses: Sequence[str], reply_ids: Sequence[Sequence[int]], cut: Sequence[bool], unknown_id: int | None
+    responses: Sequence[str],
+    reply_ids: Sequence[Sequence[int]],
+    cut: Sequence[bool],
+    unknown_id: int | None,
+    *,
+    contexts: Sequence[Sequence[str]],
 ) -> list[list[str]]:
-    """The flags of every pair from its reply, the reply's token ids, whether truncation cuts the pair, and the
-    tokenizer's unknown token: n lists (:func:`row_flags`; the scorer's, from the rows it encoded)."""
+    """The flags of every pair from its reply, the reply's token ids, whether truncation cuts the pair, the
+    tokenizer's unknown token and the pair's context (for ``non-latin``): n lists (:func:`row_flags`; the scorer's,
+    from the rows it encoded)."""
+    other_script = other_script_rows(contexts, responses)
     flags = []
-    for response, ids, truncated in zip(responses, reply_ids, cut):
+    for response, ids, non_latin, truncated in zip(responses, reply_ids, other_script.tolist(), cut):
         flag = reply_flag(response, ids, unknown_id)
-        flags.append([name for name, on in ((flag, flag is not None), (TRUNCATED, truncated)) if on])
+        on = ((flag, flag is not None), (NON_LATIN, non_latin), (TRUNCATED, truncated))
+        flags.append([name for name, flagged in on if flagged])
     return flags
+
+
+def other_script_rows(contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> np.ndarray:
+    """Per pair, whether its reply or its context (the turns together) is mostly letters outside the Latin script
+    (:func:`~density_metric.scripts.mostly_other_script`): (n,) bool."""
+    return mostly_other_script(responses) | turns_mostly_other_script(contexts)
 
 
 def reply_flags(pair_format, tokenizer, responses: Sequence[str]) -> list[list[str]]:
@@ -128,6 +152,8 @@ def flag_summary(counts: Counter) -> str | None:
             "; empty, unreadable and punctuation-only replies get the floor score, below every held-out human reply"
             " (calibrated 0)"
         )
+    if counts[NON_LATIN]:
+        text += "; this model reads English only, so text in another script gets a score that says nothing of it"
     return text + "; a flagged row's score means little (the flags say which rows)"
 
 

@@ -115,7 +115,8 @@ class DensityScorer:
         for pair, ids in zip(order.tolist(), packing.text_ids.ids(packing.replies)):
             reply_ids[pair] = ids
         cut[order] = packing.cut
-        return features, flags_of(responses, reply_ids, cut.tolist(), self.encoder.tokenizer.unk_token_id)
+        unknown_id = self.encoder.tokenizer.unk_token_id
+        return features, flags_of(responses, reply_ids, cut.tolist(), unknown_id, contexts=contexts)
 
     def features(self, contexts, responses) -> np.ndarray:
         """g(c, r) for checked input: (n, d) float32.

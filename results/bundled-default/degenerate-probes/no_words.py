@@ -27,7 +27,7 @@ from density_metric.row_flags import EMPTY, PUNCTUATION, reply_flag
 from train.corpora import load_chitchat, load_dailydialog, load_self_dialogue, response_pairs
 from train.corpus_rows import SEEDED_SPLITS
 from train.grounded_corpora import load_personachat, load_topical_chat
-from train.judgments import load_sets
+from train.judgments import context_of, load_sets
 
 DATA = Path("../shared/data")
 OUT = Path(__file__).resolve().parent
@@ -36,34 +36,47 @@ HUMAN_SYSTEM = re.compile(r"human|ground.?truth", re.IGNORECASE)
 EXAMPLES = 5
 
 
-def corpus_replies() -> dict[str, list[tuple[str, bool]]]:
-    """Each corpus's training replies, (reply, written by a person) each."""
+def corpus_tables() -> dict[str, list]:
+    """Each corpus's training tables (``train.corpora``'s datasets), by the set's name."""
     corpora = {f"DailyDialog {split}": [load_dailydialog(DATA / "dailydialog", split)] for split in SEEDED_SPLITS}
     corpora["DailyDialog test"] = [load_dailydialog(DATA / "dailydialog", "test")]
     corpora["Self-dialogue"] = [load_self_dialogue(DATA / "self_dialogue", split) for split in SEEDED_SPLITS]
     corpora["Chit-Chat"] = [load_chitchat(split) for split in SEEDED_SPLITS]
     corpora["PersonaChat subset"] = [load_personachat(DATA / "personachat_train_subset", s) for s in SEEDED_SPLITS]
     corpora["Topical-Chat"] = [load_topical_chat(DATA / "topical_chat_valid", split) for split in SEEDED_SPLITS]
+    return corpora
+
+
+def corpus_replies() -> dict[str, list[tuple[str, bool]]]:
+    """Each corpus's training replies, (reply, written by a person) each."""
     return {
         name: [(reply, True) for table in tables for reply in response_pairs(table)[1]]
-        for name, tables in corpora.items()
+        for name, tables in corpus_tables().items()
     }
+
+
+def judgment_rows() -> dict[str, list[tuple[list[str], str, bool]]]:
+    """Each human-judgment set's scored rows, (context, reply, written by a person) each: a turn-level row's context
+    with its fact lines (``train.judgments.context_of``); each turn of a FED dialogue from the second on, against
+    the turns before it."""
+    sets = {}
+    for judged in load_sets(DATA):
+        rows = []
+        for row in judged.rows:
+            human = bool(HUMAN_SYSTEM.search(row.get("system") or ""))
+            if judged.level == "dialogue":
+                turns = row["dialogue"]
+                speakers = row.get("speakers") or [None] * len(turns)
+                rows += [(turns[:i], turns[i], human or speakers[i] == "User") for i in range(1, len(turns))]
+            else:
+                rows.append((context_of(row, with_facts=True), row["response"], human))
+        sets[judged.name] = rows
+    return sets
 
 
 def judgment_replies() -> dict[str, list[tuple[str, bool]]]:
     """Each human-judgment set's scored replies, (reply, written by a person) each."""
-    sets = {}
-    for judged in load_sets(DATA):
-        replies = []
-        for row in judged.rows:
-            human = bool(HUMAN_SYSTEM.search(row.get("system") or ""))
-            if judged.level == "dialogue":
-                speakers = row.get("speakers") or [None] * len(row["dialogue"])
-                replies += [(turn, human or who == "User") for turn, who in zip(row["dialogue"][1:], speakers[1:])]
-            else:
-                replies.append((row["response"], human))
-        sets[judged.name] = replies
-    return sets
+    return {name: [(reply, human) for _, reply, human in rows] for name, rows in judgment_rows().items()}
 
 
 def count(replies: list[tuple[str, bool]], pair_format, tokenizer) -> dict:
