@@ -47,6 +47,11 @@ NAMES = {
     "generic_yes": "generic: Yes.",
     "generic_okay": "generic: Okay.",
     "generic_what": "generic: What do you mean?",
+    "generic_sure": "generic: Sure.",
+    "generic_dont_know": "generic: I don't know.",
+    "generic_thanks": "generic: Thank you.",
+    "generic_really": "generic: Really?",
+    "generic_fluent": "generic and fluent (e.g. That sounds interesting. Tell me more about it.)",
 }
 
 logger = logging.getLogger("benchmarks.corpus_probes")
@@ -70,19 +75,24 @@ def markdown(report: dict) -> str:
         "# Robustness probes on each corpus's held-out dialogues",
         "",
         f"Checkpoint `{report['checkpoint']}` ({report['signature']}), {report['date']}. Command: `{report['command']}`.",
-        "Share of cases in which the gold reply scores above the variant (DEnsity s(r)); n per cell in brackets.",
+        "Share of cases in which the gold reply scores above the variant (DEnsity s(r)); n per cell in brackets;",
+        "beside each corpus, the same share over the cases whose gold has 1 to 10 words (tokens with a letter or digit).",
         "Held out: " + "; ".join(f"{c}: its {SPLIT[c]} split" for c in corpora) + ".",
         "",
-        "| probe | " + " | ".join(corpora) + " |",
-        "| --- |" + " --- |" * len(corpora),
+        "| probe | " + " | ".join(f"{c} | {c}, gold of 1-10 words" for c in corpora) + " |",
+        "| --- |" + " --- | --- |" * len(corpora),
     ]
+
+    def cell(accuracy, n):
+        return "-" if accuracy is None else f"{100 * accuracy:.1f} % ({n})"
+
     for probe in PROBES:
         cells = []
         for corpus in corpora:
             result = report["corpora"][corpus]
-            accuracy = result["accuracy"].get(probe, {}).get("DEnsity")
-            n = result["n_per_probe"][probe]
-            cells.append("-" if accuracy is None else f"{100 * accuracy:.1f} % ({n})")
+            cells.append(cell(result["accuracy"].get(probe, {}).get("DEnsity"), result["n_per_probe"][probe]))
+            short = result.get("accuracy_short_gold", {}).get(probe, {}).get("DEnsity")
+            cells.append(cell(short, result.get("n_short_gold_per_probe", {}).get(probe)))
         lines.append(f"| {NAMES[probe]} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

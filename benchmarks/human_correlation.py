@@ -37,7 +37,7 @@ from .command_line import (
     check_sets,
 )
 from .meta_report import DEFAULT_PROTOCOLS, markdown, plot_histogram, plot_scatter
-from .probes import PROBES, make_probes
+from .probes import PROBES, SHORT_GOLD_WORDS, make_probes, word_count
 
 logger = logging.getLogger("benchmarks.human_correlation")
 
@@ -165,22 +165,34 @@ def run_probes(dialogues, columns: list, n: int, seed: int) -> dict:
         return {name: values for column in columns for name, values in column(contexts, responses).items()}
 
     gold = all_columns([case["gold"] for case in cases])
-    results, counts = {}, {}
+    short = np.array([1 <= word_count(case["gold"]) <= SHORT_GOLD_WORDS for case in cases])
+    results, counts, short_results, short_counts = {}, {}, {}, {}
     for probe in PROBES:
         # A probe that does not apply to a case (None: no pronoun to swap, one word to truncate) leaves it out.
-        kept = [i for i, case in enumerate(cases) if case[probe] is not None]
-        counts[probe] = len(kept)
-        if not kept:
+        kept = np.array([i for i, case in enumerate(cases) if case[probe] is not None], dtype=int)
+        counts[probe], short_counts[probe] = len(kept), int(short[kept].sum())
+        if not len(kept):
             continue
         variant = {
             name: values
             for column in columns
             for name, values in column([contexts[i] for i in kept], [cases[i][probe] for i in kept]).items()
         }
-        results[probe] = {
-            name: float(np.mean(gold[name][kept] > variant[name])) for name in gold if "calibrated" not in name
-        }
-    return {"n": len(cases), "n_per_probe": counts, "seed": seed, "accuracy": results, "examples": cases[:3]}
+        wins = {name: gold[name][kept] > variant[name] for name in gold if "calibrated" not in name}
+        results[probe] = {name: float(np.mean(won)) for name, won in wins.items()}
+        if short_counts[probe]:
+            short_results[probe] = {name: float(np.mean(won[short[kept]])) for name, won in wins.items()}
+    return {
+        "n": len(cases),
+        "n_per_probe": counts,
+        "seed": seed,
+        "accuracy": results,
+        # the same shares over the cases whose gold has 1 to SHORT_GOLD_WORDS words
+        "short_gold_words": SHORT_GOLD_WORDS,
+        "n_short_gold_per_probe": short_counts,
+        "accuracy_short_gold": short_results,
+        "examples": cases[:3],
+    }
 
 
 def save_row_scores(path: Path, row_scores: dict[str, np.ndarray], report: dict) -> None:

@@ -19,10 +19,17 @@ below the gold. All are seeded.
 - ``special_sep``, ``special_pad``, ``special_cls``: the text of a special token as the whole reply (``[SEP]``,
   ``[PAD]``, ``[CLS]``, :data:`SPECIAL_TOKEN_REPLIES`), which a tokenizer that reads special-token text in user input
   turns into the token itself.
-- ``generic_yes``, ``generic_okay``, ``generic_what``: a reply that fits any context (``Yes.``, ``Okay.``,
-  ``What do you mean?``, :data:`GENERIC_REPLIES`). ``None`` where the gold is that reply, case and spacing aside.
+- ``generic_yes``, ``generic_okay``, ``generic_what``, ``generic_sure``, ``generic_dont_know``, ``generic_thanks``,
+  ``generic_really``: a short reply that fits any context (``Yes.``, ``Okay.``, ``What do you mean?``, ``Sure.``,
+  ``I don't know.``, ``Thank you.``, ``Really?``; :data:`GENERIC_REPLIES`). ``None`` where the gold is that reply, case
+  and spacing aside.
+- ``generic_fluent``: a fluent, longer reply that fits any context ("That sounds interesting. Tell me more about
+  it."), one of :data:`FLUENT_GENERIC_REPLIES`, drawn per case from a generator of its own.
 
-These last six are constants: they draw from no generator, so adding them changed no other probe's value.
+The special-token and short generic replies are constants: they draw from no generator, so adding them changed no
+other probe's value; ``generic_fluent`` draws from its own generator, for the same reason. These generic replies are
+written here for the probes alone: training's bland replies are mined from the training corpora, never taken from
+this list.
 
 The five from ``pronoun_swap`` to ``unreadable`` have no counterpart among the training negatives (``train/negatives.py``,
 ``train/negative_kinds.py``): they test what training never showed. The last three are degenerate
@@ -57,9 +64,34 @@ PROBES = (
     "generic_yes",
     "generic_okay",
     "generic_what",
+    "generic_sure",
+    "generic_dont_know",
+    "generic_thanks",
+    "generic_really",
+    "generic_fluent",
 )
 SPECIAL_TOKEN_REPLIES = {"special_sep": "[SEP]", "special_pad": "[PAD]", "special_cls": "[CLS]"}
-GENERIC_REPLIES = {"generic_yes": "Yes.", "generic_okay": "Okay.", "generic_what": "What do you mean?"}
+GENERIC_REPLIES = {
+    "generic_yes": "Yes.",
+    "generic_okay": "Okay.",
+    "generic_what": "What do you mean?",
+    "generic_sure": "Sure.",
+    "generic_dont_know": "I don't know.",
+    "generic_thanks": "Thank you.",
+    "generic_really": "Really?",
+}
+# Fluent replies that fit any context: what a chatbot tuned to please says when it has nothing to say.
+FLUENT_GENERIC_REPLIES = (
+    "That sounds interesting. Tell me more about it.",
+    "I see what you mean. I have never thought about it that way.",
+    "I'm not sure, but I think you are right.",
+    "That's a good question. Let me think about it for a moment.",
+    "Oh, really? I didn't know that.",
+    "I know what you mean. It happens to me all the time.",
+    "That's great to hear. I hope everything goes well.",
+    "Well, I guess it depends on the situation.",
+)
+SHORT_GOLD_WORDS = 10  # golds of 1 to this many words: where a short generic reply wins most often
 PUNCTUATION_REPLIES = ("...", "?", "!", "?!", "!!!", ".", "-", ":)", ":(", "..?")
 EMOJI = ("😀", "😂", "👍", "🙂", "😊", "🎉", "🙏", "😢", "🤔", "😍", "🔥", "👋", "😎", "🙄", "😅")
 
@@ -197,17 +229,24 @@ def generic(reply: str, gold: str) -> str | None:
     return None if same else reply
 
 
+def word_count(text: str) -> int:
+    """Tokens of ``text`` (split on whitespace) with a letter or digit in them."""
+    return sum(any(ch.isalnum() for ch in token) for token in text.split())
+
+
 def make_probes(dialogues: list[list[str]], n: int, seed: int = 0) -> list[dict]:
     """``n`` probe cases from ``dialogues`` (lists of turns), each with every probe variant.
 
     Returns dicts with ``context``, ``gold`` and one key per probe in :data:`PROBES` (``None``
     where a probe does not apply). ``pronoun_swap`` and ``truncated`` draw from a generator of
-    their own, and the degenerate replies (``empty``, ``punctuation``, ``unreadable``) from another,
-    so the other probes' values do not depend on them; the special-token and generic replies draw from none.
+    their own, the degenerate replies (``empty``, ``punctuation``, ``unreadable``) from another and
+    ``generic_fluent`` from a third, so the other probes' values do not depend on them; the special-token and short
+    generic replies draw from none.
     """
     rng = random.Random(seed)
     rng_new = random.Random(f"probes-added-later:{seed}")
     rng_degenerate = random.Random(f"probes-degenerate:{seed}")
+    rng_fluent = random.Random(f"probes-fluent-generic:{seed}")
     positions = [(d, i) for d, turns in enumerate(dialogues) for i in range(1, len(turns))]
     cases = []
     for d, i in rng.sample(positions, min(n, len(positions))):
@@ -231,6 +270,7 @@ def make_probes(dialogues: list[list[str]], n: int, seed: int = 0) -> list[dict]
                 "unreadable": emoji_only(rng_degenerate),
                 **SPECIAL_TOKEN_REPLIES,
                 **{probe: generic(reply, gold) for probe, reply in GENERIC_REPLIES.items()},
+                "generic_fluent": generic(rng_fluent.choice(FLUENT_GENERIC_REPLIES), gold),
             }
         )
     return cases

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.probes import EMOJI, PROBES, PUNCTUATION_REPLIES, make_probes, pronoun_swap, truncated
+from benchmarks.probes import EMOJI, PROBES, PUNCTUATION_REPLIES, generic, make_probes, pronoun_swap, truncated
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -184,6 +184,8 @@ BEFORE_THE_CONSTANTS = [
     },
 ]
 CONSTANT_PROBES = ("special_sep", "special_pad", "special_cls", "generic_yes", "generic_okay", "generic_what")
+# Added with issue 69, after every probe above: four more constants and one drawn from a generator of its own.
+BLAND_PROBES = ("generic_sure", "generic_dont_know", "generic_thanks", "generic_really", "generic_fluent")
 
 
 def test_adding_the_special_token_and_generic_probes_left_every_earlier_probe_unchanged():
@@ -192,13 +194,32 @@ def test_adding_the_special_token_and_generic_probes_left_every_earlier_probe_un
 
 
 def test_special_token_and_generic_probes_are_the_same_text_in_every_case():
-    assert PROBES[-6:] == CONSTANT_PROBES
+    assert PROBES[-11:-5] == CONSTANT_PROBES and PROBES[-5:] == BLAND_PROBES
     for case in make_probes(CONSTANTS_TOY, 5, seed=7):
         assert set(case) == {"context", "gold", *PROBES}
         assert [case["special_sep"], case["special_pad"], case["special_cls"]] == ["[SEP]", "[PAD]", "[CLS]"]
         assert case["generic_okay"] == "Okay." and case["generic_what"] == "What do you mean?"
         # "Yes ." is the generic "Yes." with a space: the gold cannot beat itself, so the probe leaves it out.
         assert case["generic_yes"] == (None if case["gold"] == "Yes ." else "Yes.")
+        assert [case[p] for p in BLAND_PROBES[:4]] == ["Sure.", "I don't know.", "Thank you.", "Really?"]
+
+
+def test_the_fluent_generic_probe_is_one_of_its_list_drawn_apart_and_never_the_gold():
+    from benchmarks.probes import FLUENT_GENERIC_REPLIES
+
+    dialogues = [["Hi .", "Oh , really ? I didn't know that ."], *CONSTANTS_TOY]
+    cases = make_probes(dialogues, 6, seed=2)
+    assert cases == make_probes(dialogues, 6, seed=2)
+    drawn = {case["generic_fluent"] for case in make_probes(dialogues * 20, 200, seed=2)}
+    assert len(drawn - {None}) >= 4 and drawn - {None} <= set(FLUENT_GENERIC_REPLIES)
+    # a gold that is the drawn reply, in DailyDialog's spacing, is left out: the gold cannot beat itself
+    assert generic("Oh, really? I didn't know that.", "Oh , really ? I didn't know that .") is None
+
+
+def test_word_count_counts_tokens_with_a_letter_or_digit():
+    from benchmarks.probes import word_count
+
+    assert word_count("Yes .") == 1 and word_count("I ' m 25 , ok ?") == 4 and word_count("... ?!") == 0
 
 
 @pytest.mark.skipif(not (DATA / "dailydialog").is_dir(), reason="shared data not beside the checkout")
