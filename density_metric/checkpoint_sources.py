@@ -43,11 +43,40 @@ def resolve_checkpoint(
     if path.exists():
         raise ValueError(f"checkpoint {str(checkpoint)!r} is a file; give its directory, or a Hub repo id")
     # Before any Hub call or warning: a path that does not exist is not a repo id either (those are name or org/name).
+    if looks_like_path(checkpoint):
+        raise ValueError(f"checkpoint {str(checkpoint)!r}: no such directory{_nearby(path)}")
     if not is_repo_id(str(checkpoint)):
         raise ValueError(
             f"checkpoint {str(checkpoint)!r} is neither a local directory nor a valid Hub repo id: no such directory"
         )
     return _load_from_hub(str(checkpoint), revision, cache_dir, bool(local_files_only))
+
+
+def looks_like_path(checkpoint: str | os.PathLike) -> bool:
+    """Whether ``checkpoint`` is meant as a local folder, though none is there: a ``Path``, a name that starts with
+    ``.``, ``~`` or a path separator, that holds this system's own separator where it is not ``/`` (Windows' ``\\``),
+    or whose folder exists here (``runs/quikc`` beside a ``runs`` folder). A Hub id (``org/name``) has none of these,
+    unless a folder named like its org is where it is asked for."""
+    text = str(checkpoint)
+    if isinstance(checkpoint, os.PathLike) or text.startswith((".", "~", "/", os.sep)):
+        return True
+    if os.sep != "/" and os.sep in text:
+        return True
+    parent = Path(text).parent
+    return str(parent) not in ("", ".") and parent.is_dir()
+
+
+def _nearby(path: Path) -> str:
+    """``" (did you mean 'runs/quick'?)"``: the closest name in the folder ``path`` would be in, where one is close."""
+    import difflib
+
+    folder = path.expanduser().parent
+    try:
+        names = [entry.name for entry in folder.iterdir() if entry.is_dir()]
+    except OSError:
+        return ""
+    close = difflib.get_close_matches(path.name, names, n=1)
+    return f" (did you mean {str(path.parent / close[0])!r}?)" if close else ""
 
 
 def _load_bundled(name: str | None) -> Checkpoint:

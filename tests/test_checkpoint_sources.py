@@ -18,7 +18,7 @@ def test_a_missing_local_path_is_one_error_without_the_pinned_revision_warning(t
     monkeypatch.setenv("HOME", str(tmp_path))
     name = name.format(tmp=tmp_path)
     assert not Path(name).expanduser().exists()
-    with caplog.at_level("WARNING"), pytest.raises(ValueError, match="neither a local directory nor a valid Hub"):
+    with caplog.at_level("WARNING"), pytest.raises(ValueError, match="no such directory"):
         resolve_checkpoint(name, local_files_only=True)
     assert "pinned revision" not in caplog.text
 
@@ -36,3 +36,22 @@ def test_a_hub_checkpoint_loaded_without_a_revision_warns_naming_the_commit_to_p
         loaded = resolve_checkpoint("org/tiny-density", cache_dir=tmp_path / "hub", local_files_only=True)
     assert loaded.revision == COMMIT
     assert f"without a pinned revision (main is commit {COMMIT} now); pass revision='{COMMIT}'" in caplog.text
+
+
+@pytest.mark.parametrize("name", ["runs/quikc", "./runs/quikc", "runs/quikc/", "~/runs/quikc"])
+def test_a_mistyped_folder_is_a_missing_folder_with_the_closest_name_not_a_hub_id(tmp_path, name, monkeypatch, caplog):
+    """Issue 68: runs/quikc (beside a runs folder) was looked up as a Hub repo id, and the error spoke of the Hub."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "runs" / "quick").mkdir(parents=True)
+    with caplog.at_level("WARNING"), pytest.raises(ValueError) as raised:
+        resolve_checkpoint(name, local_files_only=True)
+    assert str(raised.value).startswith(f"checkpoint {name!r}: no such directory (did you mean ")
+    assert "quick'?)" in str(raised.value) and "Hub" not in str(raised.value) and not caplog.text
+
+
+def test_an_org_slash_name_without_such_a_folder_is_still_a_hub_id(tiny_checkpoint, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    build_hub_cache(tmp_path / "hub", "org/tiny-density", tiny_checkpoint, COMMIT)
+    loaded = resolve_checkpoint("org/tiny-density", COMMIT, cache_dir=tmp_path / "hub", local_files_only=True)
+    assert loaded.source == "org/tiny-density" and loaded.revision == COMMIT

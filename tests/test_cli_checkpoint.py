@@ -25,3 +25,15 @@ def test_score_with_checkpoint_bundled_scores_with_the_bundled_checkpoint(tmp_pa
     assert main([*args, "--checkpoint", "bundled", "--no-progress"]) == 0
     (row,) = read_jsonl(tmp_path / "out.jsonl")
     assert "|checkpoint=bundled:density-minilm-dailydialog@" in row["density_signature"] and row["density"] < 0
+
+
+def test_score_with_a_mistyped_checkpoint_folder_says_no_such_directory(tmp_path, monkeypatch, capsys):
+    """Issue 68: --checkpoint runs/quikc was taken for a Hub id, and the error spoke of the Hub cache."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "quick").mkdir(parents=True)
+    write_jsonl(tmp_path / "in.jsonl", ROWS[:1])
+    with pytest.raises(SystemExit) as raised:
+        main(["score", "in.jsonl", "-o", "out.jsonl", "--device", "cpu", "--checkpoint", "runs/quikc"])
+    assert raised.value.code == 2 and not (tmp_path / "out.jsonl").exists()
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error == "error: checkpoint 'runs/quikc': no such directory (did you mean 'runs/quick'?)"
