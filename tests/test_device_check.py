@@ -124,23 +124,23 @@ def test_the_parts_reassemble_to_the_fitted_weights_and_load_as_a_checkpoint(reh
 
 
 def test_weights_of_several_parts_reassemble_in_order(rehearsal, tmp_path, monkeypatch):
-    import benchmarks.device_check as device_check
+    import benchmarks.device_sections as device_sections
 
     [fitted] = rehearsal[2].glob(f"training-*/run/checkpoint/{WEIGHTS}")
-    monkeypatch.setattr(device_check, "PART_BYTES", 5000)  # 11 or more parts: part10 sorts after part9
-    monkeypatch.setattr(device_check, "MOST_PARTS", 100)
-    packed = device_check.pack_weights(fitted, tmp_path)
+    monkeypatch.setattr(device_sections, "PART_BYTES", 5000)  # 11 or more parts: part10 sorts after part9
+    monkeypatch.setattr(device_sections, "MOST_PARTS", 100)
+    packed = device_sections.pack_weights(fitted, tmp_path)
     assert packed["parts"] == len(list(tmp_path.glob(f"{WEIGHTS}.part*"))) > 10
     assert reassemble(tmp_path, tmp_path / "rebuilt").read_bytes() == fitted.read_bytes()
 
 
 def test_weights_in_more_parts_than_come_back_are_refused_before_any_part_is_written(rehearsal, tmp_path, monkeypatch):
-    import benchmarks.device_check as device_check
+    import benchmarks.device_sections as device_sections
 
     [fitted] = rehearsal[2].glob(f"training-*/run/checkpoint/{WEIGHTS}")
-    monkeypatch.setattr(device_check, "PART_BYTES", 5000)
-    with pytest.raises(ValueError, match=rf"\d+ parts; at most {device_check.MOST_PARTS} come back"):
-        device_check.pack_weights(fitted, tmp_path)
+    monkeypatch.setattr(device_sections, "PART_BYTES", 5000)
+    with pytest.raises(ValueError, match=rf"\d+ parts; at most {device_sections.MOST_PARTS} come back"):
+        device_sections.pack_weights(fitted, tmp_path)
     assert not list(tmp_path.iterdir())
 
 
