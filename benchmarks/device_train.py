@@ -1,0 +1,312 @@
+"""One command for a whole training run on a GPU machine: a named recipe trained for its schedule, its Gaussian
+fitted on every training gold, the meta-evaluation on the sets that travel, the float16 weights when asked.
+
+    python3 -m benchmarks.device_train paper --out "$OUT" --data-dir .carry/data --deadline-s 500 \\
+        --start .carry/backbone --commit COMMIT [--bring-weights]
+    python3 -m benchmarks.device_train reassemble FILES_AT INTO
+
+Recipes: benchmarks/device_recipes.py (``paper``, ``release``, ``paper-64``). Sections, in order (:data:`SECTIONS`):
+
+1. ``versions``: python, torch, CUDA, the GPU and the packages, the commit (as in benchmarks/device_check.py);
+2. ``train``: ``python -m train train`` with the recipe from ``--start`` (a backbone folder, or a checkpoint for a
+   recipe that starts from one), its ``--max-minutes`` guard at the section's end; one evaluation per epoch, the
+   kept model as the recipe selects; the run fits its Gaussian on every training gold (on the GPU where there is one)
+   when its schedule ends;
+3. ``fit``: where the guard stopped the run first, ``python -m train fit`` of its kept model (best/, or its last
+   state) on every training gold;
+4. ``human_correlation``: ``benchmarks.human_correlation`` (in this process) of the checkpoint on every judgment set in
+   ``--data-dir`` (protocols full, paper and dev; no baselines), with the DailyDialog probes;
+5. ``corpus_probes``: ``benchmarks.corpus_probes`` (in this process) on the corpora in ``--data-dir``;
+6. ``weights``: with ``--bring-weights``, the checkpoint's float16 weights in parts under 16 MiB and their sha256.
+
+Each section has its seconds at the end of the deadline (:data:`SCALES`' ``*_s``; the training run gets the rest),
+so a long run never eats the evaluation. ``device_train.json`` is rewritten atomically after every section, with
+each one's status (``measured``, ``skipped: ...``, ``stopped: ...``, ``failed: ...``; a failed section does not stop
+the next), and ``training.tar.gz`` after every stage (the run's log and output, the checkpoint but its weights, the
+evaluations' reports and per-row scores). ``--dry-run`` checks the commands (the train command's flags through
+train's own parser) and records them without running them. On CPU: ``--tiny`` (tests/test_device_train.py).
+docs/gpu.md says how to run it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import logging
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from density_metric.checkpoint_format import CONFIG_FILE
+
+from .device_recipes import RECIPES
+from .device_sections import (
+    TRAINING_TAR,
+    WEIGHTS,
+    SectionRun,
+    add_run_arguments,
+    check_run_arguments,
+    fit_argv,
+    pack_weights,
+    run_command,
+    run_files,
+    run_module,
+    tar_files,
+    versions,
+)
+from .train_summary import evaluation_summary, probe_summary, training_summary
+
+logger = logging.getLogger("device_train")
+REPORT, LOG = "device_train.json", "device_train.log"
+PROG = "python3 -m benchmarks.device_train"
+
+# Each setting at device scale and at rehearsal scale (--tiny); a flag given on the command line wins. The *_s are
+# the seconds each section after the training run may take, counted back from the deadline.
+SCALES = {
+    "train_limit": (0, 240),  # --limit: 0, every training and validation pair
+    "steps_per_epoch": (-1, 10),  # --max-steps-per-epoch; -1: the recipe's
+    "epochs": (0, 2),  # 0: the recipe's
+    "batch_size": (0, 4),  # contexts a step; 0: the recipe's
+    "valid_limit": (2000, 24),
+    "valid_fit_pairs": (4000, 64),
+    "fit_batch_size": (256, 64),
+    "mixed_precision": ("auto", "no"),
+    "meta_limit": (0, 30),  # human_correlation --limit: 0, every row
+    "probes": (500, 12),
+    "histogram_pairs": (1000, 12),
+    "fit_s": (60.0, 25.0),
+    "human_correlation_s": (75.0, 45.0),
+    "corpus_probes_s": (30.0, 25.0),
+    "weights_s": (10.0, 5.0),
+}
+CORPUS_PROBES = ("dailydialog", "self_dialogue")  # those of benchmarks.corpus_probes that read a folder of --data-dir
+
+
+@dataclasses.dataclass
+class TrainRun(SectionRun):
+    """One run of the command: its arguments, clock, report and work folder (``training/``, ``meta/`` in it)."""
+
+    report_file, log_file = REPORT, LOG
+    ends: dict[str, float] = dataclasses.field(default_factory=dict)  # each section's end (:func:`section_ends`)
+
+    @property
+    def training(self) -> Path:
+        return self.work / "training"
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.training / "run" / "checkpoint"
+
+    def bring_back(self) -> None:
+        """training.tar.gz rewritten: the run's files (:func:`run_files`: ``run/checkpoint/`` and the logs, as the
+        device check's, so that ``reassemble`` rebuilds it) and the evaluations' outputs (``meta/``)."""
+        meta = sorted(path for path in (self.work / "meta").rglob("*") if path.is_file())
+        tar_files(Path(self.args.out) / TRAINING_TAR, {self.training: run_files(self.training), self.work: meta})
+
+
+# ------------------------------------------------------------------------------------------ the commands
+
+
+def train_argv(args: argparse.Namespace, out: Path, minutes: float) -> list[str]:
+    """``python -m train`` arguments of the recipe at the scale of ``args``, into ``out``, guarded at ``minutes``;
+    the arguments after ``--`` last (a repeated flag's last value wins)."""
+    recipe = RECIPES[args.recipe]
+    data = Path(args.data_dir)
+    argv = ["train", *recipe.flags, "--data-dir", str(data / "dailydialog"), "--out", str(out)]
+    argv += ["--backbone" if recipe.starts_from == "backbone" else "--init-from", args.start]
+    argv += ["--valid-limit", str(args.valid_limit), "--valid-fit-pairs", str(args.valid_fit_pairs)]
+    argv += ["--fit-batch-size", str(args.fit_batch_size), "--mixed-precision", args.mixed_precision]
+    argv += ["--name", f"density-minilm-{args.recipe}", "--max-minutes", f"{minutes:.4g}"]
+    steps = recipe.steps_per_epoch if args.steps_per_epoch < 0 else args.steps_per_epoch
+    argv += ["--max-steps-per-epoch", str(steps)] if steps else []
+    argv += ["--epochs", str(args.epochs)] if args.epochs else []
+    argv += ["--batch-size", str(args.batch_size)] if args.batch_size else []
+    argv += ["--limit", str(args.train_limit)] if args.train_limit else []
+    if (data / "zhao2020" / "dailydialog_zhao.normalized.jsonl").is_file():  # log the dev Spearman at each evaluation
+        argv += ["--dev-judgments", str(data)]
+    return argv + args.train_args
+
+
+def parsed_train_args(argv: list[str]) -> argparse.Namespace:
+    """The train command's arguments through its own parser, and its recipe checked (a ValueError names a flag)."""
+    from train.__main__ import build_parser
+    from train.flags import config_from_args
+
+    parser = build_parser()
+    parser.error = lambda message: (_ for _ in ()).throw(ValueError(f"python -m train: {message}"))
+    args = parser.parse_args(argv)
+    args.config = config_from_args(args)
+    return args
+
+
+def meta_argv(run: TrainRun, module: str) -> list[str]:
+    """``python -m benchmarks.MODULE`` arguments for the run's checkpoint, into ``meta/MODULE``."""
+    args = run.args
+    argv = ["--checkpoint", str(run.checkpoint), "--data-dir", args.data_dir]
+    argv += ["--out", str(run.work / "meta" / module)]
+    if module == "human_correlation":
+        argv += ["--no-baselines", "--protocols", "full", "paper", "dev", "--probes", str(args.probes)]
+        argv += ["--histogram-pairs", str(args.histogram_pairs)]
+        return argv + (["--limit", str(args.meta_limit)] if args.meta_limit else [])
+    corpora = [name for name in CORPUS_PROBES if (Path(args.data_dir) / name).is_dir()]
+    return argv + ["--corpora", *corpora, "--probes", str(args.probes)]
+
+
+def shown(module: str, argv: list[str]) -> str:
+    return f"python3 -m {module} " + shlex.join(argv)
+
+
+# ----------------------------------------------------------------------------------------------- sections
+
+
+def train(run: TrainRun, result: dict, ends: float) -> str | None:
+    """The recipe's run, guarded at this section's end; the subprocess may run on into the fit's time, to fit."""
+    args = run.args
+    minutes = args.train_minutes or max(ends - time.monotonic() - 5, 1) / 60
+    argv = train_argv(args, run.training / "run", minutes)
+    result["command"] = shown("train", argv)
+    parsed = parsed_train_args(argv)  # a flag that does not exist fails here, in seconds, dry run or not
+    for flag, path in (("--data-dir", Path(args.data_dir) / "dailydialog"), ("--start", Path(args.start))):
+        if not path.is_dir() and not (flag == "--start" and args.start in ("default", "minilm")):
+            raise ValueError(f"{flag}: no folder {path}")
+    result["contexts_per_step"] = parsed.batch_size * parsed.grad_accum
+    if args.dry_run:
+        return "skipped: dry run"
+    run.training.mkdir(parents=True, exist_ok=True)
+    run.save()
+    seconds = run.ends["fit"] - time.monotonic() - 2  # where the schedule ends in time, the run fits its Gaussian
+    result["train"] = run_module("train", argv, run.training, "train", seconds)
+    log = run.training / "run" / "log.jsonl"
+    if log.is_file():
+        result.update(training_summary(log, result["contexts_per_step"]))
+    run.bring_back()
+    if result["train"]["exit_code"] != 0:
+        raise RuntimeError(f"python -m train train exited with {result['train']['exit_code']}: see training.tar.gz")
+    stopped = result["train"].get("printed", {}).get("stopped")
+    if stopped:
+        return f"stopped: its --max-minutes guard, at step {stopped['global_step']} (epoch {stopped['epoch']})"
+    return None
+
+
+def fit(run: TrainRun, result: dict, ends: float) -> str | None:
+    """Nothing where the run fitted its checkpoint; else ``python -m train fit`` of its kept model."""
+    args = run.args
+    printed = run.report["sections"]["train"].get("train", {}).get("printed", {})
+    if (run.checkpoint / CONFIG_FILE).is_file() and "fit" in printed:
+        result.update(by="python -m train train, after its schedule", **printed["fit"])
+        return None
+    folder = run.training / "run"
+    encoder = next((folder / name for name in ("best", "state") if (folder / name).is_dir()), folder / "best")
+    parsed = parsed_train_args(train_argv(args, folder, 1))
+    argv = fit_argv(encoder, run.checkpoint, Path(args.data_dir) / "dailydialog", parsed.config.pair_format)
+    argv += ["--dailydialog-train", parsed.dailydialog_train, "--batch-size", str(args.fit_batch_size)]
+    argv += ["--name", f"density-minilm-{args.recipe}"]
+    result["command"] = shown("train", argv)
+    if args.dry_run:
+        return "skipped: dry run (the run's own fit, or this one where its guard stops it first)"
+    if not encoder.is_dir():
+        raise RuntimeError(f"the run left neither best/ nor state/ in {folder}: nothing to fit")
+    result["fit"] = run_module("train", argv, run.training, "fit", ends - time.monotonic() - 2)
+    run.bring_back()
+    if result["fit"]["exit_code"] != 0:
+        raise RuntimeError(f"python -m train fit exited with {result['fit']['exit_code']}: see training.tar.gz")
+    result.update(by=f"python -m train fit of {encoder.name}/", **result["fit"].get("printed", {}))
+    return None
+
+
+def meta_section(module: str, summary):
+    """The section that runs ``benchmarks.MODULE``'s main on the checkpoint, in this process (torch and the rest are
+    imported already: a subprocess would import them again), and lifts ``summary`` of its JSON."""
+
+    def section(run: TrainRun, result: dict, ends: float) -> str | None:
+        argv = meta_argv(run, module)
+        result["command"] = shown(f"benchmarks.{module}", argv)
+        if run.args.dry_run:
+            return "skipped: dry run"
+        if not (run.checkpoint / CONFIG_FILE).is_file():
+            raise RuntimeError(f"no checkpoint to evaluate in {run.checkpoint} (see train and fit)")
+        (run.work / "meta").mkdir(exist_ok=True)
+        try:
+            importlib.import_module(f"benchmarks.{module}").main(argv)
+        except SystemExit as err:  # its argparse's error: one line in the log, above
+            raise RuntimeError(f"benchmarks.{module} exited with {err.code}") from None
+        finally:
+            run.bring_back()
+        result.update(summary(run.work / "meta" / module / f"{module}.json"))
+        return None
+
+    section.__doc__ = f"``python -m benchmarks.{module}`` of the run's checkpoint."
+    return section
+
+
+def weights(run: TrainRun, result: dict, ends: float) -> str | None:
+    """The checkpoint's weights in parts, with --bring-weights only."""
+    if not run.args.bring_weights:
+        return "skipped: not asked (--bring-weights)"
+    if run.args.dry_run:
+        return "skipped: dry run"
+    result.update(pack_weights(run.checkpoint / WEIGHTS, Path(run.args.out)))
+    return None
+
+
+SECTIONS = {
+    "versions": versions,
+    "train": train,
+    "fit": fit,
+    "human_correlation": meta_section("human_correlation", evaluation_summary),
+    "corpus_probes": meta_section("corpus_probes", probe_summary),
+    "weights": weights,
+}
+
+
+def plan(run: TrainRun) -> dict:
+    """Every section and its end (:func:`section_ends`), kept on ``run`` for the training run's timeout."""
+    run.ends = section_ends(run)
+    return {name: (SECTIONS[name], run.ends[name]) for name in SECTIONS}
+
+
+def section_ends(run: TrainRun) -> dict[str, float]:
+    """When each section must end (``time.monotonic()``): those after the training run their seconds (``--fit-s``
+    and so on) before the deadline, counted back from it; the training run the rest; versions by the deadline."""
+    ends, end = {"versions": run.at(1.0)}, run.at(1.0)
+    later = {name: getattr(run.args, f"{name}_s") for name in list(SECTIONS)[2:]}
+    for name in reversed(list(later)):
+        ends[name], end = end, end - later[name]
+    ends["train"] = end
+    return {name: ends[name] for name in SECTIONS}
+
+
+# -------------------------------------------------------------------------------------------------- main
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    parser.add_argument("recipe", choices=RECIPES, help="; ".join(f"{k}: {r.description}" for k, r in RECIPES.items()))
+    add_run_arguments(parser, SCALES, 500.0)
+    parser.add_argument("--data-dir", default="../shared/data", help="folder with dailydialog/ and the judgment sets")
+    parser.add_argument(
+        "--start",
+        help="the backbone folder (default .carry/backbone) or, for a recipe that starts from a checkpoint, the "
+        "checkpoint (default: the bundled one)",
+    )
+    parser.add_argument("--bring-weights", action="store_true", help="write the fitted weights in parts to --out")
+    parser.add_argument("--train-minutes", type=float, help="the run's --max-minutes (default: its section's time)")
+    parser.add_argument("--dry-run", action="store_true", help="check and record the commands, run none")
+    split = argv.index("--") if "--" in argv else len(argv)  # after "--": flags for python -m train train
+    args = parser.parse_args(argv[:split])
+    args.train_args = argv[split + 1 :]
+    check_run_arguments(parser, args, SCALES)
+    if args.start is None:
+        args.start = ".carry/backbone" if RECIPES[args.recipe].starts_from == "backbone" else "default"
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    return run_command(argv, PROG, parse_args, TrainRun, plan, shown=("recipe", "dry_run"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
