@@ -209,6 +209,8 @@ def _score(args: argparse.Namespace) -> int:
     name = source_name(args.input) if args.input is not None else f"{args.contexts} and {args.responses}"
     table = _read_input(args, sources)
     rows = table.rows
+    if not rows:  # most often a step before that wrote nothing: a run that scores nothing does not succeed
+        fail(f"{name}: no rows to score (an empty input); nothing was written")
     for field, flag in ((args.context_field, "--context-field"), (args.response_field, "--response-field")):
         try:  # a wrong field name, not rows to skip one by one
             raise_for_missing_column(name, table, field)

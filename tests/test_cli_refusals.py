@@ -184,3 +184,17 @@ def test_a_device_this_torch_cannot_score_on_is_one_error_line_before_the_output
     assert line.startswith(f"error: --device {device!r}")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
     assert (tmp_path / "out.jsonl").read_text() == "earlier\n"
+
+
+# ---------------------------------------------------------------- score: an input without rows
+
+
+@pytest.mark.parametrize("name, text", [("empty.jsonl", ""), ("empty.csv", ""), ("header.csv", "context,response\n")])
+def test_an_input_without_rows_is_an_error_and_writes_nothing(tiny_checkpoint, tmp_path, capsys, name, text):
+    """Issue 68: a 0-byte input exited 0 with no mean line, so a pipeline whose generation step wrote nothing went on.
+    An empty input is refused (exit 2), as a run whose every row fails is: scoring nothing is no success."""
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    out = tmp_path / f"out_{name}"
+    line = error_line(capsys, run, tiny_checkpoint, tmp_path / name, "-o", out)
+    assert line == f"error: {tmp_path / name}: no rows to score (an empty input); nothing was written"
+    assert not out.exists()
