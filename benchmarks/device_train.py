@@ -154,6 +154,11 @@ def meta_argv(run: TrainRun, module: str) -> list[str]:
     return argv + ["--corpora", *corpora, "--probes", str(args.probes)]
 
 
+def ended(process: dict) -> str:
+    """How a subprocess of :func:`run_module` ended, for an error."""
+    return f"was killed {process['killed']}" if process["exit_code"] is None else f"exited with {process['exit_code']}"
+
+
 def shown(module: str, argv: list[str]) -> str:
     return f"python3 -m {module} " + shlex.join(argv)
 
@@ -183,7 +188,7 @@ def train(run: TrainRun, result: dict, ends: float) -> str | None:
         result.update(training_summary(log, result["contexts_per_step"]))
     run.bring_back()
     if result["train"]["exit_code"] != 0:
-        raise RuntimeError(f"python -m train train exited with {result['train']['exit_code']}: see training.tar.gz")
+        raise RuntimeError(f"python -m train train {ended(result['train'])}: see training.tar.gz")
     stopped = result["train"].get("printed", {}).get("stopped")
     if stopped:
         return f"stopped: its --max-minutes guard, at step {stopped['global_step']} (epoch {stopped['epoch']})"
@@ -211,7 +216,7 @@ def fit(run: TrainRun, result: dict, ends: float) -> str | None:
     result["fit"] = run_module("train", argv, run.training, "fit", ends - time.monotonic() - 2)
     run.bring_back()
     if result["fit"]["exit_code"] != 0:
-        raise RuntimeError(f"python -m train fit exited with {result['fit']['exit_code']}: see training.tar.gz")
+        raise RuntimeError(f"python -m train fit {ended(result['fit'])}: see training.tar.gz")
     result.update(by=f"python -m train fit of {encoder.name}/", **result["fit"].get("printed", {}))
     return None
 
