@@ -49,13 +49,18 @@ CANDIDATES_PER_ROW = 32
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
-    """``None`` or ``"auto"``: CUDA when present, else CPU. A CUDA device on a machine without one is a ValueError."""
+    """``None`` or ``"auto"``: CUDA when present, else CPU. A CUDA device on a machine without one, or a device of
+    another type (``"mps"``), is a ValueError naming ``device``."""
     if device is None or device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         resolved = torch.device(device)
     except (RuntimeError, TypeError) as err:
         raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r} ({err})") from None
+    if resolved.type not in ("cpu", "cuda"):  # mps, xpu, meta...: PyTorch would fail later, or score nothing real
+        raise ValueError(
+            f"device={device!r}: DEnsity scores on 'cpu' or 'cuda' ('cuda:N'), or 'auto' (CUDA if present)"
+        )
     if resolved.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device={device!r} but no CUDA device is available to this torch build; use 'cpu' or 'auto'")
     if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():

@@ -5,6 +5,7 @@ A thin wrapper: the model, batching and maths live in the ``density_metric`` pac
 
 import difflib
 import inspect
+import re
 
 import datasets
 import evaluate
@@ -51,11 +52,14 @@ names them and `evaluate.combine` passes them, by `compute` and `add_batch` (`ad
 
 Load-time options (`evaluate.load("density", ...)`):
     checkpoint (`str`, optional): a local checkpoint directory or a Hub model repo id;
-        default: the bundled checkpoint.
+        default: the bundled checkpoint. It may also be given as `evaluate.load`'s second argument (its
+        `config_name`, as COMET's module takes its model): `evaluate.load("density", "org/name")`. A checkpoint
+        that cannot be loaded is refused when the metric is loaded, in one error.
     checkpoint_revision (`str`, optional): Hub revision of `checkpoint`; a commit hash pins the
         scores. (`evaluate.load`'s own `revision` pins this metric script, not the model.)
     device (`str`): "auto" (CUDA if present, else CPU), "cpu", "cuda", "cuda:1", ...
-    batch_size (`int`): pairs per forward pass, default 64.
+    batch_size (`int`, optional): most pairs per forward pass; default `DensityScorer`'s: 64 on CPU, and on
+        CUDA as many as its token budget allows, so that this module and `DensityScorer` score alike.
     dtype (`str`): "auto" (bfloat16 on CUDA, float32 on CPU), "float32", "bfloat16" (a faster
         CPU mode where native: scores then move by up to 2e-2 relative with the batch),
         "float16" (CUDA only).
@@ -107,13 +111,43 @@ def check_options(given, own: list[str]) -> None:
     inherited = _named_parameters(evaluate.Metric.__init__)
     unknown = [name for name in given if name not in inherited]
     if unknown:
-        described = []
-        for name in unknown:
-            close = difflib.get_close_matches(name, own + inherited, n=1)
-            described.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
         raise ValueError(
-            f"evaluate.load('density'): unknown option{'s' if len(unknown) > 1 else ''} {', '.join(described)}; "
-            f"the options are {', '.join(own)}, and evaluate's own {', '.join(inherited)}"
+            f"evaluate.load('density'): unknown option{'s' if len(unknown) > 1 else ''} "
+            f"{_described(unknown, own + inherited)}; the options are {', '.join(own)}, and evaluate's own "
+            f"{', '.join(inherited)}"
+        )
+
+
+def _described(unknown: list[str], known: list[str]) -> str:
+    """``'chekpoint' (did you mean 'checkpoint'?), 'foo'``: each unknown name, with the closest known one."""
+    described = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1)
+        described.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return ", ".join(described)
+
+
+def check_keywords(method, given) -> None:
+    """A ValueError naming every keyword in ``given`` (those that ``method``'s named parameters did not take), with
+    the names it takes: evaluate would pass them on to `_compute`, which raises a TypeError."""
+    if given:
+        known = _named_parameters(method)
+        raise ValueError(
+            f"{method.__name__}: unknown keyword{'s' if len(given) > 1 else ''} {_described(list(given), known)}; "
+            f"it takes {', '.join(known)}"
+        )
+
+
+class _InputName(str):
+    """A feature name whose repr says what `evaluate.combine` must be given: its `add` and `add_batch` pass each
+    module only the inputs its features name, and raise a KeyError of the first one missing (``'contexts'`` alone,
+    where `sources=` and `predictions=` were given)."""
+
+    def __repr__(self):
+        return (
+            f"{str(self)!r}: evaluate.combine's add and add_batch give density only the inputs named contexts and "
+            "responses; pass contexts=... and responses=... (beside predictions= and references= for the other "
+            "modules), or give sources= and predictions= to the combined compute, which passes every keyword on"
         )
 
 
@@ -129,6 +163,23 @@ def _either_name(contexts, responses, sources, predictions, aliases=("sources", 
     return (sources if contexts is None else contexts), (predictions if responses is None else responses)
 
 
+def named_checkpoint(checkpoint, config_name):
+    """The checkpoint to load and the config name to give evaluate, from `evaluate.load("density", NAME)` (NAME is
+    evaluate's `config_name`, the checkpoint as COMET's module names it) and the `checkpoint` option.
+
+    NAME is a checkpoint as `checkpoint` takes it; evaluate's "default" (or none) names none. Given with a
+    different `checkpoint`, a ValueError. evaluate joins its config name into the path of its cache files, so a
+    path or an org/name goes to evaluate as one folder name (an absolute path would put them in the checkpoint)."""
+    if config_name is None or config_name == "default":
+        return checkpoint, config_name
+    if checkpoint is not None and str(checkpoint) != config_name:
+        raise ValueError(
+            f"evaluate.load('density', {config_name!r}, checkpoint={str(checkpoint)!r}): two checkpoints; "
+            "name one, as the second argument or as checkpoint="
+        )
+    return config_name, re.sub(r"[^A-Za-z0-9._-]+", "--", config_name)
+
+
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Density(evaluate.Metric):
     def __init__(
@@ -136,7 +187,7 @@ class Density(evaluate.Metric):
         checkpoint=None,
         checkpoint_revision=None,
         device="auto",
-        batch_size=64,
+        batch_size=None,
         dtype="auto",
         max_length=None,
         **kwargs,
@@ -144,6 +195,7 @@ class Density(evaluate.Metric):
         # evaluate.load consumes `revision` for the module script itself, so the model's pin
         # needs a name of its own to reach the scorer.
         check_options(kwargs, _named_parameters(Density.__init__))
+        checkpoint, kwargs["config_name"] = named_checkpoint(checkpoint, kwargs.get("config_name"))
         if INSTALLED_FROM is not None:
             from density_metric.install import check_installed_module
 
@@ -176,30 +228,39 @@ class Density(evaluate.Metric):
     def _download_and_prepare(self, dl_manager):
         self.scorer = DensityScorer(**self.scorer_options)
 
+    def _feature_names(self):
+        # evaluate.combine picks each module's inputs by these names; their repr explains a missing one.
+        return [_InputName(name) for name in super()._feature_names()]
+
     def add(self, *, contexts=None, responses=None, source=None, prediction=None, reference=None, **kwargs):
         """Add one row: `contexts` is its list of turns (or one string), `responses` its response; `source` and
         `prediction` are other names of them (evaluate's singular names for `add`), `reference` is not read. A bad
-        value raises a ValueError naming the field, here rather than at `compute`."""
+        value raises a ValueError naming the field, here rather than at `compute`; an unknown keyword, one naming
+        it."""
+        check_keywords(Density.add, kwargs)
         contexts, responses = _either_name(contexts, responses, source, prediction, ("source", "prediction"))
         contexts, responses = as_context(contexts, None), as_response(responses, None)
-        super().add(contexts=contexts, responses=responses, **kwargs)
+        super().add(contexts=contexts, responses=responses)
 
     def add_batch(self, *, contexts=None, responses=None, sources=None, predictions=None, references=None, **kwargs):
         """Add a batch of rows; see `compute` for the fields and their other names. Bad rows raise a ValueError
         naming the row."""
+        check_keywords(Density.add_batch, kwargs)
         contexts, responses = _either_name(contexts, responses, sources, predictions)
         contexts, responses = check_pairs(contexts, responses)
-        super().add_batch(contexts=contexts, responses=responses, **kwargs)
+        super().add_batch(contexts=contexts, responses=responses)
 
     def compute(self, *, contexts=None, responses=None, sources=None, predictions=None, references=None, **kwargs):
         """Score the rows given here, or those added with `add`/`add_batch` if none are given. `predictions` and
         `sources` are other names of `responses` and `contexts` (COMET's, and what `evaluate.combine` passes);
-        `references` is accepted and not read: DEnsity needs no reference."""
+        `references` is accepted and not read: DEnsity needs no reference. Any other keyword is a ValueError naming
+        it."""
+        check_keywords(Density.compute, kwargs)
         contexts, responses = _either_name(contexts, responses, sources, predictions)
         if contexts is None and responses is None:
-            return super().compute(**kwargs)
+            return super().compute()
         contexts, responses = check_pairs(contexts, responses)
-        return super().compute(contexts=contexts, responses=responses, **kwargs)
+        return super().compute(contexts=contexts, responses=responses)
 
     def _compute(self, contexts, responses):
         if self.scorer is None:
