@@ -76,6 +76,7 @@ SCALES = {
     "meta_limit": (0, 30),  # human_correlation --limit: 0, every row
     "probes": (500, 12),
     "histogram_pairs": (1000, 12),
+    "train_start_s": (30.0, 5.0),  # what the run takes before its guard's clock starts
     "fit_s": (60.0, 25.0),
     "human_correlation_s": (75.0, 45.0),
     "corpus_probes_s": (30.0, 25.0),
@@ -169,7 +170,8 @@ def shown(module: str, argv: list[str]) -> str:
 def train(run: TrainRun, result: dict, ends: float) -> str | None:
     """The recipe's run, guarded at this section's end; the subprocess may run on into the fit's time, to fit."""
     args = run.args
-    minutes = args.train_minutes or max(ends - time.monotonic() - 5, 1) / 60
+    # The guard counts from the trainer's start, after the run's imports and data: those seconds come off it.
+    minutes = args.train_minutes or max(ends - time.monotonic() - args.train_start_s, 1) / 60
     argv = train_argv(args, run.training / "run", minutes)
     result["command"] = shown("train", argv)
     parsed = parsed_train_args(argv)  # a flag that does not exist fails here, in seconds, dry run or not
