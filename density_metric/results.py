@@ -26,7 +26,8 @@ class DensityResult:
             checkpoint's few-shot rating head (``python -m train calibrate``); None without one.
         flags: n lists of the flags that say a row's score means little, ``[]`` for most rows: ``empty``,
             ``unreadable``, ``punctuation`` (these three scored at the floor, calibrated 0:
-            ``row_flags.FLOORED``), ``truncated`` (:mod:`density_metric.row_flags`). Not given: no flags.
+            ``row_flags.FLOORED``), ``non-latin`` (the reply or context is mostly in another script than Latin: the model
+            reads English), ``truncated`` (:mod:`density_metric.row_flags`). Not given: no flags.
     """
 
     scores: np.ndarray

@@ -160,7 +160,7 @@ class DensityScorer:
 
     def flags(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> list[list[str]]:
         """Per checked pair, the flags that say its score means little (``empty``, ``unreadable``,
-        ``punctuation``, ``truncated``: :mod:`density_metric.row_flags`): n lists, most of them empty."""
+        ``punctuation``, ``non-latin``, ``truncated``: :mod:`density_metric.row_flags`): n lists, most of them empty."""
         return row_flags(self.encoder.pair_format, self.encoder.tokenizer, contexts, responses)
 
     def classifier_scores(self, contexts: Sequence, responses: Sequence) -> np.ndarray:

@@ -26,7 +26,7 @@ place, with its problem (:class:`Row`); nothing is dropped.
 
 :func:`score_rows` adds to every record ``{field}`` (raw DEnsity score, float),
 ``{field}_calibrated`` (float in [0, 1]), ``{field}_flags`` (a list of the flags that say the score means little:
-``empty``, ``unreadable``, ``punctuation``, ``truncated``; :mod:`density_metric.row_flags`) and ``{field}_signature``
+``empty``, ``unreadable``, ``punctuation``, ``non-latin``, ``truncated``; :mod:`density_metric.row_flags`) and ``{field}_signature``
 (the scorer's signature: checkpoint and revision, max_length, dtype, versions); all are None for a bad row. With
 ``error_column=True`` it also adds ``{field}_error``: None, or ``"line 3: missing field
 'response'"``. Records are written back in input order, with their other fields unchanged.

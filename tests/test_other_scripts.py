@@ -149,3 +149,30 @@ def test_the_count_script_counts_flagged_rows_by_people_and_the_largest_share():
     assert (counted["flagged"], counted["flagged_human"], counted["largest_other_share"]) == (2, 1, 1.0)
     assert [example["reply"] for example in counted["examples"]] == ["fine thanks", "Отлично"]
     assert other_scripts.count(rows[3:])["largest_other_share"] == 0.5  # "ok (寿司)": 2 of 4 letters
+
+
+def texts_that_list_the_flags() -> dict[str, str]:
+    from pathlib import Path
+
+    from density_metric import tables
+    from density_metric.density import density
+    from density_metric.results import DensityResult
+    from density_metric.scoring import DensityScorer
+
+    root = Path(__file__).resolve().parents[1]
+    return {
+        "DensityResult": DensityResult.__doc__,
+        "tables": tables.__doc__,
+        "DensityScorer.flags": DensityScorer.flags.__doc__,
+        "the evaluate module": density._KWARGS_DESCRIPTION,
+        **{path: (root / path).read_text(encoding="utf-8") for path in ("docs/usage.md", "docs/cli.md")},
+        "the metric card": (root / "density_metric/density/README.md").read_text(encoding="utf-8"),
+    }
+
+
+@pytest.mark.parametrize("where", sorted(texts_that_list_the_flags()))
+def test_every_text_that_lists_the_flags_names_non_latin(where):
+    from density_metric.row_flags import FLOORED, NON_LATIN, TRUNCATED
+
+    text = texts_that_list_the_flags()[where]
+    assert all(flag in text for flag in (*sorted(FLOORED), NON_LATIN, TRUNCATED)), where

@@ -76,7 +76,9 @@ Returns:
     calibrated_mean (`float`): mean of `calibrated`.
     flags (`list` of `list` of `str`): per row, what makes its score mean little, `[]` for most rows:
         "empty" (an empty or blank reply), "unreadable" (every token unknown) and
-        "punctuation" (no letter or digit: "...", "?!"), all three scored at the floor; "truncated" (the pair
+        "punctuation" (no letter or digit: "...", "?!"), all three scored at the floor; "non-latin" (the reply or
+        the context is mostly letters outside the Latin script: the model reads English; not floored);
+        "truncated" (the pair
         did not fit `max_length`).
         A flagged row also makes `compute` log one warning with the counts.
     signature (`str`): checkpoint id, revision or content hash, options (`floor=v2`: the floor's policy;
