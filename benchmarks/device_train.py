@@ -249,13 +249,32 @@ def meta_section(module: str, summary):
 
 
 def weights(run: TrainRun, result: dict, ends: float) -> str | None:
-    """The checkpoint's weights in parts, with --bring-weights only."""
+    """The checkpoint's weights in parts, with --bring-weights only; with --ship-dev-spearman too, only where the
+    device's own evaluation passes the pre-check of the ship rule (:func:`ship_precheck`)."""
     if not run.args.bring_weights:
         return "skipped: not asked (--bring-weights)"
     if run.args.dry_run:
         return "skipped: dry run"
+    if run.args.ship_dev_spearman is not None:
+        result["ship_precheck"] = ship_precheck(run.report["sections"]["human_correlation"], run.args.ship_dev_spearman)
+        if not result["ship_precheck"]["passes"]:
+            return "skipped: the evaluation does not pass the ship pre-check (--ship-dev-spearman)"
     result.update(pack_weights(run.checkpoint / WEIGHTS, Path(run.args.out)))
     return None
+
+
+def ship_precheck(evaluation: dict, dev_spearman: float) -> dict:
+    """Whether the meta-evaluation's summary keeps the probes' floors and beats ``dev_spearman`` (the bundled model's
+    DailyDialog-Zhao ``dev`` Spearman): the part of the ship rule the device can judge alone (the paired test of
+    the rule needs the bundled model's scores, made after the weights are back)."""
+    found = evaluation.get("sets", {}).get("dailydialog_zhao", {}).get("dev", {}).get("spearman")
+    probes = bool(evaluation.get("probes_hold"))
+    return {
+        "dev_spearman": found,
+        "to_beat": dev_spearman,
+        "probes_hold": probes,
+        "passes": probes and found is not None and found > dev_spearman,
+    }
 
 
 SECTIONS = {
@@ -299,6 +318,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "checkpoint (default: the bundled one)",
     )
     parser.add_argument("--bring-weights", action="store_true", help="write the fitted weights in parts to --out")
+    parser.add_argument(
+        "--ship-dev-spearman",
+        type=float,
+        help="with --bring-weights: only where the probes hold their floors and DailyDialog-Zhao's dev Spearman is "
+        "above this (the bundled model's: 55.82)",
+    )
     parser.add_argument("--train-minutes", type=float, help="the run's --max-minutes (default: its section's time)")
     parser.add_argument("--dry-run", action="store_true", help="check and record the commands, run none")
     split = argv.index("--") if "--" in argv else len(argv)  # after "--": flags for python -m train train

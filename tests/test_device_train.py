@@ -269,3 +269,26 @@ def test_a_failing_section_is_recorded_and_the_next_one_runs(tmp_path):
     assert sections["b"]["status"].startswith("stopped: deadline") and sections["b"]["seconds"] < 4
     assert sections["c"] == {"status": "measured", "value": 2, "seconds": sections["c"]["seconds"]}
     assert sections["d"]["status"].startswith("skipped: deadline")
+
+
+def test_the_weights_come_back_with_a_ship_precheck_only_where_the_evaluation_passes_it(tmp_path):
+    from benchmarks.device_train import TrainRun, weights
+
+    def section(dev: float, holds: bool, *flags: str) -> tuple[str | None, dict]:
+        args = parse_args(["paper", "--out", str(tmp_path), "--bring-weights", *flags])
+        evaluation = {"sets": {"dailydialog_zhao": {"dev": {"spearman": dev}}}, "probes_hold": holds}
+        run = TrainRun(args, time.monotonic(), {"sections": {"human_correlation": evaluation}}, tmp_path / "work")
+        (run.checkpoint).mkdir(parents=True, exist_ok=True)
+        (run.checkpoint / WEIGHTS).write_bytes(b"weights")
+        result = {}
+        return weights(run, result, time.monotonic() + 10), result
+
+    for dev, holds in ((55.0, True), (57.0, False)):
+        status, result = section(dev, holds, "--ship-dev-spearman", "55.82")
+        assert status.startswith("skipped: the evaluation does not pass") and not list(tmp_path.glob(f"{WEIGHTS}.*"))
+        assert result["ship_precheck"] == {"dev_spearman": dev, "to_beat": 55.82, "probes_hold": holds, "passes": False}
+    status, result = section(57.0, True, "--ship-dev-spearman", "55.82")
+    assert status is None and result["ship_precheck"]["passes"] and result["parts"] == 1
+    assert (tmp_path / f"{WEIGHTS}.part0").read_bytes() == b"weights"
+    status, result = section(0.0, False)  # no pre-check asked: the weights come back
+    assert status is None and result["parts"] == 1
