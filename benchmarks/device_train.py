@@ -31,8 +31,10 @@ docs/gpu.md says how to run it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
+import io
 import logging
 import shlex
 import sys
@@ -135,9 +137,12 @@ def parsed_train_args(argv: list[str]) -> argparse.Namespace:
     from train.__main__ import build_parser
     from train.flags import config_from_args
 
-    parser = build_parser()
-    parser.error = lambda message: (_ for _ in ()).throw(ValueError(f"python -m train: {message}"))
-    args = parser.parse_args(argv)
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(printed):
+            args = build_parser().parse_args(argv)
+    except SystemExit:  # argparse's error, of the command or of its subcommand: its last line says what
+        raise ValueError("python -m train: " + (printed.getvalue().strip().splitlines() or ["?"])[-1]) from None
     args.config = config_from_args(args)
     return args
 

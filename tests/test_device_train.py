@@ -204,6 +204,9 @@ def test_the_real_scale_commands_parse_with_trains_own_parser(backbone, tiny_mea
     args = parse_args(["paper", "--out", str(tmp_path), "--", "--no-such-flag"])
     with pytest.raises(ValueError, match="unrecognized arguments: --no-such-flag"):
         parsed_train_args(train_argv(args, tmp_path / "run", 5.0))
+    args = parse_args(["paper", "--out", str(tmp_path), "--", "--epochs", "ten"])  # the subcommand's own error
+    with pytest.raises(ValueError, match="argument --epochs: invalid int value: 'ten'"):
+        parsed_train_args(train_argv(args, tmp_path / "run", 5.0))
 
 
 def test_a_dry_run_at_device_scale_records_every_command_and_runs_none(backbone, tmp_path):
