@@ -176,3 +176,18 @@ def test_every_text_that_lists_the_flags_names_non_latin(where):
 
     text = texts_that_list_the_flags()[where]
     assert all(flag in text for flag in (*sorted(FLOORED), NON_LATIN, TRUNCATED)), where
+
+
+def test_score_writes_the_flag_and_warns_once_for_the_run(tiny_checkpoint, tmp_path, caplog):
+    from .test_cli import read_jsonl, run, write_jsonl
+
+    rows = [{"context": [c], "response": r} for c, r in OTHER_SCRIPTS.values()] + [
+        {"context": ["hi"], "response": "ok"}
+    ]
+    write_jsonl(tmp_path / "in.jsonl", rows * 3)
+    with caplog.at_level(logging.WARNING, logger="density_metric.row_flags"):
+        assert run(tiny_checkpoint, tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl", "--batch-size", "4") == 0
+    flags = [row["density_flags"] for row in read_jsonl(tmp_path / "out.jsonl")]
+    assert ["non-latin" in row for row in flags] == ([True] * len(OTHER_SCRIPTS) + [False]) * 3
+    warnings = [r.getMessage() for r in caplog.records if r.name == "density_metric.row_flags"]
+    assert len(warnings) == 1 and "reads English only" in warnings[0]
