@@ -7,7 +7,8 @@ in micro-batches of ``--micro-batch`` contexts, ``--mixed-precision`` as in trai
 bf16 autocast where the CPU has bf16 instructions, else float32; 2 threads) that takes ``--steps`` optimizer steps after one warm-up step,
 on the first batches of epoch 0 of the same training pairs. Arms run in turn for ``--rounds``
 rounds and each keeps its best time, so that the machine's drift hits all alike. Reported:
-seconds per step, contexts and candidates per second, and the ratio to the first arm.
+seconds per step, contexts and candidates per second, and the ratio to the first arm. The loop's own host work,
+with a model that costs almost nothing, is benchmarks/train_host.py.
 """
 
 from __future__ import annotations

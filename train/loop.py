@@ -163,6 +163,10 @@ class Trainer(Evaluation):
             if self.accelerator.is_main_process:  # the steps after the saved state are taken again
                 truncate_log(self.out_dir / "log.jsonl", self.progress["global_step"])
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
+        # The optimizer a step calls: accelerate's wrapper only where it does something (a gradient scaler, XLA);
+        # elsewhere it looks up optional packages at every call (about 1 ms a step).
+        plain = getattr(self.optimizer, "scaler", None) is None and self.accelerator.distributed_type != "XLA"
+        self.step_optimizer = optimizer if plain else self.optimizer
         self.valid_negatives = valid.negatives(config.valid_negatives or config.negatives, config.negatives_seed)
         self.mix = NegativeMix.parse(config.negative_mix)
         self.random_mix = NegativeMix.parse("random:1")  # before hard_negatives_after
@@ -375,9 +379,9 @@ class Trainer(Evaluation):
             losses.append(torch.stack(parts).detach())
             golds.append(step_golds)
         accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
-        self.optimizer.step()
+        self.step_optimizer.step()
         self.scheduler.step()
-        self.optimizer.zero_grad()
+        self.step_optimizer.zero_grad(set_to_none=True)
         if self.density_term is not None:  # after the step: a step's golds never measure themselves
             self.density_term.push(accelerator.gather(torch.cat(golds)).float())
         self.progress["step_in_epoch"] += 1
