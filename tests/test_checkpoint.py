@@ -182,8 +182,10 @@ def test_hub_repo_absent_from_cache_fails_offline(tmp_path):
 
 
 def test_string_that_is_neither_directory_nor_repo_id_is_rejected(tmp_path):
-    with pytest.raises(ValueError, match="neither a local directory nor a valid Hub repo id"):
+    with pytest.raises(ValueError, match="dir': no such directory"):
         resolve_checkpoint(str(tmp_path / "no" / "such" / "dir"), local_files_only=True)
+    with pytest.raises(ValueError, match="neither a local directory nor a valid Hub repo id"):
+        resolve_checkpoint("no such dir!", local_files_only=True)
 
 
 def test_saving_statistics_without_calibration_fails_and_writes_nothing(tiny_checkpoint, tmp_path):

@@ -26,7 +26,7 @@ def score(tiny_checkpoint, *args):
 @pytest.mark.parametrize(
     "options, problem",
     [
-        (["--checkpoint", "{tmp}/typo"], "neither a local directory nor a valid Hub repo id"),
+        (["--checkpoint", "{tmp}/typo"], "typo': no such directory"),
         (["--device", "cuda:7"], "cuda:7"),
         (["--max-length", "3"], "max_length must be in [4, "),
         (["--device", "cpu", "--dtype", "float16"], "float16"),
