@@ -106,7 +106,8 @@ def other_script_rows(contexts: Sequence[Sequence[str]], responses: Sequence[str
 
 
 def reply_flags(pair_format, tokenizer, responses: Sequence[str]) -> list[list[str]]:
-    """The reply's own flags of every response (no ``truncated``, which needs the context): n lists."""
+    """The reply's own flags of every response, those that decide the floor (no ``non-latin`` or ``truncated``,
+    which read the context too): n lists."""
     unknown_id = tokenizer.unk_token_id
     flags = [reply_flag(r, ids, unknown_id) for r, ids in zip(responses, pair_format.reply_ids(tokenizer, responses))]
     return [[flag] if flag else [] for flag in flags]
