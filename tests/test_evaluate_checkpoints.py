@@ -2,9 +2,6 @@
 module batches as DensityScorer does, and its errors name the keyword or option that is wrong."""
 
 import inspect
-import os
-import subprocess
-import sys
 
 import evaluate
 import numpy as np
@@ -12,8 +9,7 @@ import pytest
 
 from density_metric import DensityScorer
 
-from .hub_cache import build_hub_cache
-from .test_evaluate_module import MODULE_PATH, PAIRS, TOY_MODULE
+from .test_evaluate_module import FIRST, MODULE_PATH, PAIRS, TOY_MODULE, run_with_offline_hub
 
 
 @pytest.fixture(scope="module")
@@ -36,23 +32,17 @@ def test_a_config_name_and_another_checkpoint_are_refused_naming_both(tiny_check
 
 
 def test_a_hub_checkpoint_named_as_the_config_name_scores_and_an_unknown_one_is_refused(tiny_checkpoint, tmp_path):
-    first, second = "1" * 40, "2" * 40
-    build_hub_cache(tmp_path / "hub", "org/tiny-density", tiny_checkpoint, first)
-    build_hub_cache(tmp_path / "hub", "org/tiny-density", tiny_checkpoint, second)
     code = (
         "import evaluate\n"
-        f"m = evaluate.load({MODULE_PATH!r}, 'org/tiny-density', checkpoint_revision={first!r}, device='cpu')\n"
+        f"m = evaluate.load({MODULE_PATH!r}, 'org/tiny-density', checkpoint_revision={FIRST!r}, device='cpu')\n"
         "print(m.compute(contexts=[['hi']], responses=['hello'])['signature'])\n"
         "try:\n"
         f"    evaluate.load({MODULE_PATH!r}, 'org/no-such-density', device='cpu')\n"
         "except ValueError as err:\n"
         "    print('refused:', err)\n"
     )
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HOME": str(tmp_path / "h")}
-    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
-    signature, refusal = run.stdout.strip().splitlines()[-2:]
-    assert f"|checkpoint=org/tiny-density@{first}|" in signature
+    signature, refusal = run_with_offline_hub(tiny_checkpoint, tmp_path, code).stdout.strip().splitlines()[-2:]
+    assert f"|checkpoint=org/tiny-density@{FIRST}|" in signature
     assert refusal.startswith("refused: org/no-such-density: revision 'main' is not in the local Hub cache")
 
 

@@ -173,22 +173,16 @@ def test_a_module_installed_from_another_checkout_of_the_same_version_warns(capl
     assert "/elsewhere/density_metric" in caplog.text and "whose module script differs" in caplog.text
 
 
-def test_checkpoint_revision_reaches_the_hub_download(tiny_checkpoint, tmp_path):
-    """evaluate.load keeps `revision` for the module script; `checkpoint_revision` pins the model.
+FIRST, SECOND = "1" * 40, "2" * 40
 
-    The cache holds two commits and `main` points to the second: the pinned first one is loaded,
-    without the unpinned-revision warning."""
+
+def run_with_offline_hub(tiny_checkpoint, tmp_path, code: str) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh process, offline, with a Hub cache in which org/tiny-density holds two commits of the
+    tiny checkpoint, FIRST and SECOND, and ``main`` points to SECOND; the process must succeed."""
     from .hub_cache import build_hub_cache
 
-    first, second = "1" * 40, "2" * 40
-    build_hub_cache(tmp_path / "hub", "org/tiny-density", tiny_checkpoint, first)
-    build_hub_cache(tmp_path / "hub", "org/tiny-density", tiny_checkpoint, second)
-    code = (
-        "import evaluate\n"
-        f"m = evaluate.load({MODULE_PATH!r}, checkpoint='org/tiny-density', checkpoint_revision={first!r}, "
-        "device='cpu', dtype='float32')\n"
-        "print(m.compute(contexts=[['hi']], responses=['hello'])['signature'])\n"
-    )
+    for commit in (FIRST, SECOND):
+        build_hub_cache(tmp_path / "hub", "org/tiny-density", tiny_checkpoint, commit)
     env = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",
@@ -197,7 +191,22 @@ def test_checkpoint_revision_reaches_the_hub_download(tiny_checkpoint, tmp_path)
     }
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
-    assert f"checkpoint=org/tiny-density@{first}|" in run.stdout
+    return run
+
+
+def test_checkpoint_revision_reaches_the_hub_download(tiny_checkpoint, tmp_path):
+    """evaluate.load keeps `revision` for the module script; `checkpoint_revision` pins the model.
+
+    The cache holds two commits and `main` points to the second: the pinned first one is loaded,
+    without the unpinned-revision warning."""
+    code = (
+        "import evaluate\n"
+        f"m = evaluate.load({MODULE_PATH!r}, checkpoint='org/tiny-density', checkpoint_revision={FIRST!r}, "
+        "device='cpu', dtype='float32')\n"
+        "print(m.compute(contexts=[['hi']], responses=['hello'])['signature'])\n"
+    )
+    run = run_with_offline_hub(tiny_checkpoint, tmp_path, code)
+    assert f"checkpoint=org/tiny-density@{FIRST}|" in run.stdout
     assert "without a pinned revision" not in run.stderr
 
 
