@@ -118,10 +118,11 @@ def _load_from_hub(repo_id: str, revision: str | None, cache_dir, local_files_on
     except HFValidationError:
         raise ValueError(f"checkpoint {repo_id!r} is neither a local directory nor a valid Hub repo id") from None
     except LocalEntryNotFoundError as err:
-        raise CheckpointError(
+        cause = next((line.strip() for line in str(err).splitlines() if line.strip()), type(err).__name__)
+        raise CheckpointError(  # one line: huggingface_hub's own message runs over several
             repo_id,
             f"revision {revision or 'main'!r} is not in the local Hub cache and downloads are off "
-            f"(HF_HUB_OFFLINE=1 or local_files_only=True), or the Hub cannot be reached ({err})",
+            f"(HF_HUB_OFFLINE=1 or local_files_only=True), or the Hub cannot be reached ({cause})",
         ) from None
     # The snapshot folder is named after the commit, whatever branch or tag was asked for.
     commit = Path(path).name

@@ -55,3 +55,17 @@ def test_an_org_slash_name_without_such_a_folder_is_still_a_hub_id(tiny_checkpoi
     build_hub_cache(tmp_path / "hub", "org/tiny-density", tiny_checkpoint, COMMIT)
     loaded = resolve_checkpoint("org/tiny-density", COMMIT, cache_dir=tmp_path / "hub", local_files_only=True)
     assert loaded.source == "org/tiny-density" and loaded.revision == COMMIT
+
+
+def test_a_hub_checkpoint_that_cannot_be_fetched_is_refused_in_one_line(monkeypatch):
+    """evaluate.load('density', 'org/name') offline or without the network: huggingface_hub's message has 3 lines."""
+    import huggingface_hub
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    def unreachable(*args, **kwargs):
+        raise LocalEntryNotFoundError("Got: ConnectError: name not known\nAn error happened while trying...\nCheck")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", unreachable)
+    with pytest.raises(ValueError) as raised:
+        resolve_checkpoint("org/tiny-density")
+    assert "\n" not in str(raised.value) and str(raised.value).endswith("(Got: ConnectError: name not known)")
