@@ -23,6 +23,7 @@ rounds; each keeps its round of least host time.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -91,6 +92,7 @@ def worker(args) -> dict:
     inside, stamps = [0.0, 0.0], []
 
     def timed(call, step_end=False):
+        @functools.wraps(call)  # keeps the LR scheduler's mark on optimizer.step
         def run(*a, **k):
             wall, cpu = time.perf_counter(), time.thread_time()
             result = call(*a, **k)
