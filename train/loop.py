@@ -5,7 +5,12 @@ Layout of ``out_dir``::
     state/        the latest state: model, tokenizer, head, optimizer.safetensors,
                   rng.safetensors, trainer_state.json (epoch, step, scheduler)
     best/         model, tokenizer and head at the evaluation with the best selection value (train/selection.py)
-    log.jsonl     one line per optimizer step (loss, ce, contrastive) and per evaluation
+    log.jsonl     one line per optimizer step (loss, ce, contrastive) and per evaluation; the steps' lines are
+                  written in blocks (LOG_BLOCK steps, and at every save, evaluation and the end), their losses kept
+                  on the device until then
+
+A step does no work over texts: :mod:`train.step_batches` draws and assembles the next step's micro-batches from
+ids tokenised once (:mod:`train.token_store`) in a background thread while this one runs.
 
 A run interrupted at any step (even during a save) restarts from ``state/`` (:mod:`train.state`) and continues with
 the same data order and negatives; ``log.jsonl`` is first cut back to the saved step, so the
