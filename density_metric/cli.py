@@ -209,8 +209,8 @@ def _score(args: argparse.Namespace) -> int:
     name = source_name(args.input) if args.input is not None else f"{args.contexts} and {args.responses}"
     table = _read_input(args, sources)
     rows = table.rows
-    if not rows:  # most often a step before that wrote nothing: a run that scores nothing does not succeed
-        fail(f"{name}: no rows to score (an empty input); nothing was written")
+    if not rows and (args.input is None or not table.columns):  # 0 bytes: most often a step before wrote nothing
+        fail(f"{name}: empty input (0 bytes), no rows to score; nothing was written")
     for field, flag in ((args.context_field, "--context-field"), (args.response_field, "--response-field")):
         try:  # a wrong field name, not rows to skip one by one
             raise_for_missing_column(name, table, field)
@@ -309,7 +309,9 @@ def _score(args: argparse.Namespace) -> int:
     if good:  # after the output is written: nothing here can cost it
         scores = np.array([record[field] for record in good], dtype=np.float64)
         line = system_score(field, scores, [record[f"{field}_flags"] for record in good])
-        print(line, file=sys.stderr if to_stdout else sys.stdout)
+    else:  # a table of columns without rows (a CSV header): its output is the header, and no mean is made up
+        line = f"{field}: no mean: {name} has columns but no rows (0 rows scored)"
+    print(line, file=sys.stderr if to_stdout else sys.stdout)
     return 0
 
 

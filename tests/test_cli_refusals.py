@@ -189,12 +189,38 @@ def test_a_device_this_torch_cannot_score_on_is_one_error_line_before_the_output
 # ---------------------------------------------------------------- score: an input without rows
 
 
-@pytest.mark.parametrize("name, text", [("empty.jsonl", ""), ("empty.csv", ""), ("header.csv", "context,response\n")])
-def test_an_input_without_rows_is_an_error_and_writes_nothing(tiny_checkpoint, tmp_path, capsys, name, text):
+@pytest.mark.parametrize("name", ["empty.jsonl", "empty.csv"])  # a 0-byte parquet file was refused already
+def test_an_empty_input_file_is_an_error_and_writes_nothing(tiny_checkpoint, tmp_path, capsys, name):
     """Issue 68: a 0-byte input exited 0 with no mean line, so a pipeline whose generation step wrote nothing went on.
-    An empty input is refused (exit 2), as a run whose every row fails is: scoring nothing is no success."""
-    (tmp_path / name).write_text(text, encoding="utf-8")
+    It is refused (exit 2), as a run whose every row fails is: scoring nothing is no success."""
+    (tmp_path / name).write_bytes(b"")
     out = tmp_path / f"out_{name}"
     line = error_line(capsys, run, tiny_checkpoint, tmp_path / name, "-o", out)
-    assert line == f"error: {tmp_path / name}: no rows to score (an empty input); nothing was written"
+    assert line.startswith(f"error: {tmp_path / name}: ") and line.endswith("; nothing was written")
     assert not out.exists()
+
+
+def test_empty_text_files_are_an_error(tiny_checkpoint, tmp_path, capsys):
+    for name in ("contexts.txt", "responses.txt"):
+        (tmp_path / name).write_bytes(b"")
+    args = [
+        "--contexts",
+        tmp_path / "contexts.txt",
+        "--responses",
+        tmp_path / "responses.txt",
+        "-o",
+        tmp_path / "o.jsonl",
+    ]
+    line = error_line(capsys, run, tiny_checkpoint, *args)
+    assert line.endswith(": empty input (0 bytes), no rows to score; nothing was written")
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_header_without_rows_writes_the_header_and_says_there_is_no_mean(tiny_checkpoint, tmp_path, capsys):
+    """A CSV header is a table of no rows (tests/test_cli.py: its output is a header too); the line where the mean
+    would stand says that there is none, rather than nothing."""
+    (tmp_path / "in.csv").write_text("context,response\n", encoding="utf-8")
+    assert run(tiny_checkpoint, tmp_path / "in.csv", "-o", tmp_path / "out.csv") == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == (
+        f"density: no mean: {tmp_path / 'in.csv'} has columns but no rows (0 rows scored)"
+    )
