@@ -143,13 +143,7 @@ class Trainer(Evaluation):
                 )
         if config.length_buckets:
             self.context_lengths = config.pair_format.context_lengths(self.tokenizer, train.contexts)
-        self.contexts_per_step = config.batch_size * config.grad_accum * self.accelerator.num_processes
-        check_contexts_per_step(
-            config.batch_size * config.grad_accum, config.lr_scaling, self.accelerator.num_processes
-        )
-        self.lr = scaled_lr(config.lr, self.contexts_per_step, config.lr_scaling)
-        fused = {"fused": True} if self.accelerator.device.type == "cuda" else {}  # one kernel for every tensor
-        optimizer = torch.optim.AdamW(model.parameters(), lr=self.lr, weight_decay=config.weight_decay, **fused)
+        optimizer = self._optimizer(model)
         self.steps_per_epoch = self._steps_per_epoch()
         self.scheduler = get_linear_schedule_with_warmup(
             optimizer, config.warmup_steps, self.steps_per_epoch * config.epochs
@@ -168,10 +162,6 @@ class Trainer(Evaluation):
             if self.accelerator.is_main_process:  # the steps after the saved state are taken again
                 truncate_log(self.out_dir / "log.jsonl", self.progress["global_step"])
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
-        # The optimizer a step calls: accelerate's wrapper only where it does something (a gradient scaler, XLA);
-        # elsewhere it looks up optional packages at every call (about 1 ms a step).
-        plain = getattr(self.optimizer, "scaler", None) is None and self.accelerator.distributed_type != "XLA"
-        self.step_optimizer = optimizer if plain else self.optimizer
         self.valid_negatives = valid.negatives(config.valid_negatives or config.negatives, config.negatives_seed)
         self.mix = NegativeMix.parse(config.negative_mix)
         self.random_mix = NegativeMix.parse("random:1")  # before hard_negatives_after
@@ -215,14 +205,35 @@ class Trainer(Evaluation):
                 self.accelerator.device,
                 state_dir / BANK_FILE if resume else None,
             )
-        self.anchored = 0  # candidates per context the anchor reads: the golds, with --anchor-negatives all 1 + N
-        if self.density_term is not None and self.density_term.anchor is not None:
-            self.anchored = 1 + config.negatives if config.anchor_negatives else 1
-        self._pending: list[tuple[dict, torch.Tensor]] = []  # log lines whose losses are still on the device
-        self.batches = StepBatches(self, self.anchored)  # every training text tokenised, once
+        self._start_steps()
         if resume:  # last, since loading the density term's anchor draws from the RNG (its head's init)
             torch.set_rng_state(load_file(str(state_dir / "rng.safetensors"))[f"rank{self.accelerator.process_index}"])
         self.out_dir.mkdir(parents=True, exist_ok=True)
+
+    def _optimizer(self, model) -> torch.optim.AdamW:
+        """AdamW at the recipe's learning rate for this run's contexts a step (``--lr-scaling``), fused on CUDA."""
+        config = self.config
+        self.contexts_per_step = config.batch_size * config.grad_accum * self.accelerator.num_processes
+        check_contexts_per_step(
+            config.batch_size * config.grad_accum, config.lr_scaling, self.accelerator.num_processes
+        )
+        self.lr = scaled_lr(config.lr, self.contexts_per_step, config.lr_scaling)
+        fused = {"fused": True} if self.accelerator.device.type == "cuda" else {}  # one kernel for every tensor
+        return torch.optim.AdamW(model.parameters(), lr=self.lr, weight_decay=config.weight_decay, **fused)
+
+    def _start_steps(self) -> None:
+        """What the steps read: the candidates per context the anchor reads (the golds, with --anchor-negatives
+        all 1 + N; 0 without an anchor), the log lines kept on the device, and the batches (every training text
+        tokenised, once), and the optimizer a step calls."""
+        self.anchored = 0
+        if self.density_term is not None and self.density_term.anchor is not None:
+            self.anchored = 1 + self.config.negatives if self.config.anchor_negatives else 1
+        self._pending: list[tuple[dict, torch.Tensor]] = []
+        self.batches = StepBatches(self, self.anchored)
+        # The optimizer a step calls: accelerate's wrapper only where it does something (a gradient scaler, XLA);
+        # elsewhere it looks up optional packages at every call (about 1 ms a step).
+        plain = getattr(self.optimizer, "scaler", None) is None and self.accelerator.distributed_type != "XLA"
+        self.step_optimizer = getattr(self.optimizer, "optimizer", self.optimizer) if plain else self.optimizer
 
     @torch.no_grad()
     def _gold_features(self, rows) -> np.ndarray:
