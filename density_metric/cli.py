@@ -78,6 +78,10 @@ DTYPE_HELP = (
 
 BATCH_SIZE_HELP = "most pairs per forward pass (default: 64 on CPU; on CUDA the token budget alone)"
 MAX_TOKENS_HELP = "most padded tokens per forward pass (default: 1024 on CPU, 16384 on CUDA)"
+MAX_RESPONSE_LENGTH_HELP = (
+    "most reply tokens read (default: the checkpoint's, 64 for the bundled one; a longer reply is flagged "
+    "truncated_reply); the context keeps its budget, up to what the encoder's positions allow (320 for the bundled one)"
+)
 
 
 def _format(path: Path, given: str | None, flag: str) -> str:
@@ -250,6 +254,7 @@ def _score(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
             max_tokens=args.max_tokens,
             max_length=args.max_length,
+            max_response_length=args.max_response_length,
             progress=False,
         )
     except (ValueError, OSError) as err:  # CheckpointError is a ValueError; OSError: Hub and file errors
@@ -365,6 +370,7 @@ def add_compare_command(commands, positive_int) -> None:
     parser.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"), help=DTYPE_HELP)
     parser.add_argument("--batch-size", type=positive_int, default=None, help=BATCH_SIZE_HELP)
     parser.add_argument("--max-tokens", type=positive_int, default=None, help=MAX_TOKENS_HELP)
+    parser.add_argument("--max-response-length", type=int, default=None, metavar="N", help=MAX_RESPONSE_LENGTH_HELP)
     parser.set_defaults(func=compare_command)
 
 
@@ -455,6 +461,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
         help="most tokens per pair: from 4 (5 in the shared-context layout) to the encoder's positions "
         "(default: the checkpoint's)",
     )
+    score.add_argument("--max-response-length", type=int, default=None, metavar="N", help=MAX_RESPONSE_LENGTH_HELP)
     progress = score.add_mutually_exclusive_group()
     progress.add_argument(
         "--progress", action="store_true", help="always show a progress bar (default: from 1,024 pairs on)"

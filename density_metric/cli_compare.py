@@ -93,6 +93,7 @@ def compare_command(args: argparse.Namespace) -> int:
             dtype=args.dtype,
             batch_size=args.batch_size,
             max_tokens=args.max_tokens,
+            max_response_length=args.max_response_length,
             progress=False,
         )
 

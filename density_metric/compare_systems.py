@@ -6,7 +6,7 @@ replies to the same contexts, in the same order. Tables that all have the score 
 all lack it are scored with the checkpoint; a mix is an error naming the files. Stored scores are
 compared only if one checkpoint scored them all: the ``{score field}_signature`` column that ``score``
 writes must agree in every row of every file on the fields that define a score, :data:`SCORE_DEFINING_FIELDS`:
-the checkpoint (by its revision), max_length, dtype, floor and specials (:func:`check_same_scorer`; a file without
+the checkpoint (by its revision), max_length, max_response_length, dtype, floor and specials (:func:`check_same_scorer`; a file without
 that column is compared with a warning). The statistics
 are :func:`density_metric.significance.compare`'s.
 
@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .row_flags import FLAGS, TRUNCATED, count_flags
+from .row_flags import FLAGS, TRUNCATED, TRUNCATED_CONTEXT, TRUNCATED_REPLY, TRUNCATION, count_flags
 from .significance import ComparisonResult, check_baseline, compare
 from .tables import Row, raise_for_bad_rows, read_table
 
@@ -40,8 +40,9 @@ logger = logging.getLogger(__name__)
 
 # The signature fields that decide a score's value (DensityScorer.signature); the library versions do not.
 # floor: the policy for replies without a word (row_flags.FLOOR_POLICY; "" before it existed); specials: "text" where
-# special-token text is read as text ("" before).
-SCORE_DEFINING_FIELDS = ("checkpoint", "max_length", "dtype", "floor", "specials")
+# special-token text is read as text ("" before); max_response_length: the reply's cap where it is not the checkpoint's
+# ("": the checkpoint's).
+SCORE_DEFINING_FIELDS = ("checkpoint", "max_length", "max_response_length", "dtype", "floor", "specials")
 # The same fields in words, for the refusal (tests hold this module's docstrings to the tuple too).
 SCORE_DEFINING_WORDS = ", ".join(SCORE_DEFINING_FIELDS[:-1]) + " and " + SCORE_DEFINING_FIELDS[-1]
 
@@ -236,7 +237,7 @@ def _score_defining(signature: str) -> dict[str, str]:
 
 def check_same_scorer(systems: Sequence[SystemTable]) -> str | None:
     """For tables with stored scores: a ValueError naming two files whose signatures differ in a field of
-    :data:`SCORE_DEFINING_FIELDS` (checkpoint, by its revision; max_length; dtype; floor; specials), and the
+    :data:`SCORE_DEFINING_FIELDS` (checkpoint, by its revision; max_length; max_response_length; dtype; floor; specials), and the
     fields that differ; a warning naming the files without a signature.
 
     Returns the signature to report: the files' one signature, their distinct signatures joined by " + "
@@ -325,17 +326,22 @@ def report_flags(result: ComparisonResult, flags: Mapping[str, Sequence[Sequence
     unreadable, no letter or digit: their score means little); ``truncated``, the rows the encoder read only in part
     (counted apart: long human dialogues are often cut, 8 % of DailyDialog test pairs); ``flag_counts``, the rows per
     flag; all None where the flags are unknown. Where the systems with known flags have different numbers of
-    degenerate rows, one warning names those with the most (logged, and in ``result.warnings``)."""
-    known = {}
+    degenerate rows, one warning names those with the most; where any has truncated rows, one warning counts them
+    per system and cap (both logged, and in ``result.warnings``)."""
+    known, cut = {}, {}
     for system in result.systems:
         rows = flags.get(system["name"])
         counts = None if rows is None else count_flags(rows)
-        degenerate = None if rows is None else sum(any(flag != TRUNCATED for flag in row) for row in rows)
+        degenerate = None if rows is None else sum(not TRUNCATION.issuperset(row) for row in rows)
         system["flagged"] = degenerate
         system["truncated"] = None if counts is None else counts[TRUNCATED]
         system["flag_counts"] = None if counts is None else {flag: counts[flag] for flag in FLAGS if counts[flag]}
         if counts is not None:
-            known[system["name"]] = degenerate
+            known[system["name"]], cut[system["name"]] = degenerate, counts
+    truncation = _truncation_warning(result.systems[0]["n"] if result.systems else 0, cut)
+    if truncation:
+        logger.warning(truncation)
+        result.warnings.append(truncation)
     if len(set(known.values())) < 2:
         return
     most = max(known.values())
@@ -348,3 +354,22 @@ def report_flags(result: ComparisonResult, flags: Mapping[str, Sequence[Sequence
     )
     logger.warning(warning)
     result.warnings.append(warning)
+
+
+def _truncation_warning(n: int, counts: Mapping[str, Mapping[str, int]]) -> str | None:
+    """One sentence on the truncated rows of the systems whose flag ``counts`` are known, or None where none has any:
+    per system its truncated rows of ``n``, and how many of them the reply's cap and the context's cut."""
+    if not any(system[TRUNCATED] for system in counts.values()):
+        return None
+    parts = []
+    for name, system in counts.items():
+        caps = ((TRUNCATED_REPLY, "reply past max_response_length"), (TRUNCATED_CONTEXT, "context cut"))
+        detail = ", ".join(f"{system[flag]} {words}" for flag, words in caps if system[flag])
+        parts.append(f"{name!r} {system[TRUNCATED]} of {n}{f' ({detail})' if detail else ''}")
+    advice = ""
+    if any(system[TRUNCATED_REPLY] for system in counts.values()):
+        advice = "; a reply's tokens past max_response_length are not read (--max-response-length raises the cap)"
+    return (
+        f"truncated rows, whose scores read only part of the pair: {', '.join(parts)}{advice}; see the 'truncated' "
+        "column"
+    )

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from .row_flags import TRUNCATED_CONTEXT, TRUNCATED_REPLY, TRUNCATION
+
 TESTS = {"bs": "paired bootstrap", "ar": "approximate randomization"}
 ALPHA = 0.05  # a pair is significant at p < ALPHA
 
@@ -127,14 +129,20 @@ def flagged_cell(system: dict[str, Any]) -> str:
     truncated rows are :func:`truncated_cell`'s."""
     if system.get("flagged") is None:
         return "-"
-    counts = {flag: count for flag, count in (system.get("flag_counts") or {}).items() if flag != "truncated"}
+    counts = {flag: count for flag, count in (system.get("flag_counts") or {}).items() if flag not in TRUNCATION}
     detail = ", ".join(f"{count} {flag}" for flag, count in counts.items())
     return f"{system['flagged']} ({detail})" if detail else str(system["flagged"])
 
 
 def truncated_cell(system: dict[str, Any]) -> str:
-    """A system's truncated rows as text, or ``-`` where unknown."""
-    return "-" if system.get("truncated") is None else str(system["truncated"])
+    """A system's truncated rows as text, with the cap that cut them where known (``5 (4 reply, 2 context)``: a
+    row cut at both counts in both), or ``-`` where unknown."""
+    if system.get("truncated") is None:
+        return "-"
+    counts = system.get("flag_counts") or {}
+    caps = ((TRUNCATED_REPLY, "reply"), (TRUNCATED_CONTEXT, "context"))
+    detail = ", ".join(f"{counts[flag]} {word}" for flag, word in caps if counts.get(flag))
+    return f"{system['truncated']} ({detail})" if detail else str(system["truncated"])
 
 
 def grid_cells(result: ComparisonResult) -> list[list[str]]:
@@ -162,6 +170,20 @@ def correction_text(result: ComparisonResult, detail: str = "") -> str:
     return f"Holm's correction for {tests} test{'' if tests == 1 else 's'} ({family}{f'; {detail}' if detail else ''})"
 
 
+def verdict(pair: dict[str, Any]) -> str:
+    """A tested pair's verdict: ``a is better``, or ``no significant difference``, which says which test decided
+    where the bootstrap's interval does not hold 0 (the interval is uncorrected; the test, Holm-corrected, decides)."""
+    if pair["winner"]:
+        return f"{pair['winner']} is better"
+    lower, upper = pair["ci"]
+    if lower <= 0 <= upper:
+        return "no significant difference"
+    return (
+        f"no significant difference by {TESTS[pair['test']]} (p_holm {pair['p_holm']:.4f}); the 95% CI, the "
+        "bootstrap's and uncorrected, excludes 0 but does not decide"
+    )
+
+
 def pairwise_grid(result: ComparisonResult) -> str:
     """The grid of :func:`grid_cells` and a line per pair, as text."""
     names = [s["name"] for s in result.systems]
@@ -169,7 +191,8 @@ def pairwise_grid(result: ComparisonResult) -> str:
     grid = _text_table(["row - column", *names], grid_cells(result))
     lines = [
         grid,
-        f"* p < {ALPHA} after {correction_text(result, f'{test} decides')}; p, p_bs and p_ar are uncorrected",
+        f"* p < {ALPHA} after {correction_text(result, f'{test} decides')}; p, p_bs and p_ar are uncorrected, and the "
+        "95% CI is the paired bootstrap's, uncorrected: it does not decide",
         "",
     ]
     header = ["a", "b", "delta", "95% CI", "p", "p_holm", "p_bs", "p_ar", "a wins", "b wins", "ties", "verdict"]
@@ -186,7 +209,7 @@ def pairwise_grid(result: ComparisonResult) -> str:
             f"{p['wins_a']:.1%}",
             f"{p['wins_b']:.1%}",
             f"{p['ties']:.1%}",
-            f"{p['winner']} is better" if p["winner"] else "no significant difference",
+            verdict(p),
         ]
         for p in result.pairs
     ]

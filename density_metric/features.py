@@ -301,16 +301,18 @@ class Encoder:
         dtype: str | None = "auto",
         max_length: int | None = None,
         max_tokens: int | None = None,
+        max_response_length: int | None = None,
     ) -> Encoder:
         """The encoder and tokenizer at ``path`` (float32 weights), reading pairs as ``pair_format`` says.
 
-        ``max_length`` overrides the format's (the response then keeps at most half of it, and at most what
-        the layout's special tokens leave).
+        ``max_length`` and ``max_response_length`` override the format's, within the encoder's positions
+        (:func:`~density_metric.length_options.with_lengths`: ``max_length`` alone caps the response at half of it;
+        ``max_response_length`` alone keeps the context's budget).
 
         Raises:
             CheckpointError: the turn separator is not in the tokenizer's vocabulary, or the
                 format's ``max_length`` does not fit the encoder's positions.
-            ValueError: the ``max_length`` override does not fit them, or leaves no token for the response.
+            ValueError: an override does not fit them, or leaves no token for the response.
         """
         model, tokenizer = load_backbone(path)
         if not pair_format.knows_separator(tokenizer):
@@ -318,7 +320,8 @@ class Encoder:
                 path, f"turn_separator {pair_format.turn_separator!r} is not a token of this tokenizer"
             )
         limit = model.config.max_position_embeddings
-        pair_format = pair_format.with_max_length(max_length, pair_format.special_tokens(tokenizer), limit=limit)
+        specials = pair_format.special_tokens(tokenizer)
+        pair_format = pair_format.with_lengths(max_length, max_response_length, specials, limit=limit)
         if pair_format.max_length > limit:
             raise CheckpointError(path, f"max_length {pair_format.max_length} exceeds the encoder's {limit} positions")
         return cls(model, tokenizer, pair_format, device=device, dtype=dtype, max_tokens=max_tokens)

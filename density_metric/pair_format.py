@@ -40,14 +40,14 @@ Two layouts (``layout``):
 
 from __future__ import annotations
 
-import numbers
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
 import numpy as np
 
+from .length_options import MAX_LENGTH, with_lengths, with_max_length
 from .packing import ContextTails, PackedRows, TextIds, context_tails, distinct_contexts, gather, within
 from .packing import PackedRow as PackedRow  # re-exported: rows are built here
 
@@ -143,8 +143,8 @@ class PairFormat:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ValueError(f"{name} must be an integer, got {value!r}")
-        if not 4 <= self.max_length <= 8192:
-            raise ValueError(f"max_length must be in [4, 8192], got {self.max_length}")
+        if not 4 <= self.max_length <= MAX_LENGTH:
+            raise ValueError(f"max_length must be in [4, {MAX_LENGTH}], got {self.max_length}")
         if not 1 <= self.max_response_length <= self.max_length - MIN_SPECIAL_TOKENS:
             raise ValueError(
                 f"max_response_length={self.max_response_length} must be in [1, max_length - {MIN_SPECIAL_TOKENS}] "
@@ -175,30 +175,21 @@ class PairFormat:
     def with_max_length(
         self, max_length: int | None, special_tokens: int = MIN_SPECIAL_TOKENS, limit: int | None = None
     ) -> PairFormat:
-        """This format with another ``max_length``; the response keeps at most half of it, and at most what the
-        layout's ``special_tokens`` (:meth:`special_tokens`) leave.
+        """This format with another ``max_length`` (the response keeps at most half of it):
+        :func:`~density_metric.length_options.with_max_length`."""
+        return with_max_length(self, max_length, special_tokens, limit)
 
-        Args:
-            limit: the encoder's positions (``max_position_embeddings``), if known.
-
-        Raises:
-            ValueError: ``max_length`` is not an integer, or is outside ``[special_tokens + 1, limit]``: it
-                leaves no token for the response, or exceeds the encoder's positions. The message gives both ends.
+    def with_lengths(
+        self,
+        max_length: int | None = None,
+        max_response_length: int | None = None,
+        special_tokens: int = MIN_SPECIAL_TOKENS,
+        limit: int | None = None,
+    ) -> PairFormat:
+        """This format with the scoring options ``max_length`` and ``max_response_length`` (None: its own), the
+        context's budget kept where only the reply's cap is given: :func:`~density_metric.length_options.with_lengths`.
         """
-        if max_length is None or max_length == self.max_length:
-            return self
-        if isinstance(max_length, bool) or not isinstance(max_length, numbers.Integral):
-            raise ValueError(f"max_length must be an integer number of tokens, got {max_length!r}")
-        smallest = max(special_tokens + 1, 2)  # one response token (max_length // 2 of them at most)
-        if not smallest <= max_length <= (limit or max_length):
-            largest = f"{limit}]" if limit else "...)"
-            positions = f"; the encoder has {limit} positions" if limit else ""
-            raise ValueError(
-                f"max_length must be in [{smallest}, {largest} for this checkpoint, got {max_length}: the "
-                f"{self.layout} layout's special tokens take {special_tokens}, and a response needs one more{positions}"
-            )
-        response_length = min(self.max_response_length, max_length // 2, max_length - special_tokens)
-        return replace(self, max_length=int(max_length), max_response_length=response_length)
+        return with_lengths(self, max_length, max_response_length, special_tokens, limit)
 
     def special_tokens(self, tokenizer) -> int:
         """Special tokens a pair takes in this layout: the pair template's, and in the shared-context layout
@@ -292,15 +283,23 @@ class PairFormat:
         reply_ids: Sequence[Sequence[int]],
     ) -> list[bool]:
         """For every pair, whether this format cuts its context or its reply (of token ids ``reply_ids``, from
-        :meth:`reply_ids`) to fit: the encoder then reads only part of the pair. Each distinct turn is
+        :meth:`reply_ids`) to fit: the encoder then reads only part of the pair (:meth:`truncation` says which)."""
+        reply_cut, context_cut = self.truncation(tokenizer, contexts, reply_ids)
+        return [a or b for a, b in zip(reply_cut, context_cut)]
+
+    def truncation(
+        self, tokenizer, contexts: Sequence[Sequence[str]], reply_ids: Sequence[Sequence[int]]
+    ) -> tuple[list[bool], list[bool]]:
+        """For every pair, whether the reply's cap (``max_response_length``) cuts its reply, of token ids
+        ``reply_ids``, and whether the context is cut to fit ``max_length``: two lists of n. Each distinct turn is
         tokenised once, and only as far back as the encoder could read."""
         if not contexts:
-            return []
+            return [], []
         specials = special_token_layout(tokenizer)
         reply = np.fromiter(map(len, reply_ids), dtype=np.int64, count=len(reply_ids))
         ones = np.ones(len(contexts), dtype=np.int64)
         read = self._read_contexts(TextIds(tokenizer), specials, contexts, ones, reply, self.layout)
-        return read.cut.tolist()
+        return (read.kept < reply).tolist(), read.context_cut.tolist()
 
     def _read_contexts(
         self,
@@ -325,8 +324,8 @@ class PairFormat:
             context_budget = self._context_budget(specials, 0, layout)
         separator = text_ids.constant(self.separator_ids(text_ids.tokenizer))
         tails = context_tails(text_ids, distinct, separator, context_budget)
-        cut = (kept < reply) | (tails.lengths[candidate_owner] > budget)
-        return _ReadContexts(owner, candidate_owner, tails, budget, kept, cut)
+        context_cut = tails.lengths[candidate_owner] > budget
+        return _ReadContexts(owner, candidate_owner, tails, budget, kept, (kept < reply) | context_cut, context_cut)
 
     def _budgets(self, specials, kept_response: np.ndarray, layout: str) -> np.ndarray:
         """:meth:`_context_budget` of every pair with ``kept_response`` (n,) reply tokens: (n,) int64."""
@@ -396,7 +395,7 @@ class PairFormat:
         sizes = np.fromiter(map(len, candidates), dtype=np.int64, count=len(candidates))
         replies = text_ids.encode([response.strip() for group in candidates for response in group])
         read = self._read_contexts(text_ids, specials, contexts, sizes, text_ids.lengths(replies), layout)
-        owner, candidate_owner, tails, budget, kept, cut = read
+        owner, candidate_owner, tails, budget, kept, cut, context_cut = read
         pool = text_ids.pool
         source = np.concatenate([pool, tails.ids])
         context_end = len(pool) + tails.offsets[1:]
@@ -420,7 +419,7 @@ class PairFormat:
             ids = gather(source, starts.ravel(), lengths.ravel())
             offsets = np.concatenate([[0], np.cumsum(lengths.sum(axis=1))])
             rows = PackedRows(ids, offsets, None, None, np.zeros(m, dtype=np.int64), np.arange(m + 1, dtype=np.int64))
-            return Packing(rows, cut, replies, text_ids)
+            return Packing(rows, cut, replies, text_ids, context_cut)
         # shared-context: per row, the head (open, context, middle), then per candidate a block (open, reply, close).
         n = len(contexts)
         context = np.minimum(tails.lengths[owner], self._context_budget(specials, 0, layout))
@@ -460,13 +459,13 @@ class PairFormat:
             features,
             np.concatenate([[0], np.cumsum(sizes)]),
         )
-        return Packing(rows, cut, replies, text_ids)
+        return Packing(rows, cut, replies, text_ids, context_cut)
 
 
 class _ReadContexts(NamedTuple):
     """What :meth:`PairFormat._read_contexts` finds: per context its distinct context's index (``owner``), per
     candidate the same (``candidate_owner``), the contexts' ids read (``tails``), and per candidate its context
-    budget, its kept reply tokens and whether its pair is cut."""
+    budget, its kept reply tokens, whether its pair is cut, and whether its context is."""
 
     owner: np.ndarray
     candidate_owner: np.ndarray
@@ -474,17 +473,20 @@ class _ReadContexts(NamedTuple):
     budget: np.ndarray
     kept: np.ndarray
     cut: np.ndarray
+    context_cut: np.ndarray
 
 
 @dataclass(frozen=True)
 class Packing:
     """What :meth:`PairFormat.pack` builds: the rows, per candidate (row after row) whether truncation cut it,
-    and its reply's codes in ``text_ids`` (the reply's ids before the cut: ``text_ids.ids(replies)``)."""
+    its reply's codes in ``text_ids`` (the reply's ids before the cut: ``text_ids.ids(replies)``), and whether the
+    cut took context (``context_cut``; the reply is cut where it has more than ``max_response_length`` ids)."""
 
     rows: PackedRows
     cut: np.ndarray
     replies: np.ndarray
     text_ids: TextIds
+    context_cut: np.ndarray
 
 
 def _most(owner: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:

@@ -14,9 +14,11 @@ Every scored row gets a list of flags, empty for most rows, in this order:
   gets a score, but it means little (a Russian dialogue's Cyrillic gibberish scored calibrated 0.51). Flagged, not
   floored: the encoder still reads its tokens, and no floor is argued for text the model was not made for. No
   human reply or context of the project's English corpora is flagged (``results/bundled-default/languages/``);
-- ``truncated``: the pair did not fit the checkpoint's ``max_length``, so the encoder read only the most
-  recent part of the context or the first ``max_response_length`` tokens of the reply
-  (:meth:`~density_metric.pair_format.PairFormat.truncated`).
+- ``truncated``: the encoder read only part of the pair, and one or both of these say which cap cut it
+  (:meth:`~density_metric.pair_format.PairFormat.truncation`): ``truncated_reply``, the reply is longer than
+  ``max_response_length`` tokens (64 for the bundled model; a scoring option) and only its first ones were read;
+  ``truncated_context``, the context did not fit beside the reply in ``max_length``, and only its most recent
+  tokens were read. Tables written before these two existed carry ``truncated`` alone.
 
 The floor (policy ``v2``, ``floor=v2`` in the signature; ``v1`` floored ``empty`` and ``unreadable`` replies
 only): an ``empty``, ``unreadable`` or ``punctuation`` reply gets the
@@ -46,7 +48,10 @@ logger = logging.getLogger(__name__)
 
 EMPTY, UNREADABLE, PUNCTUATION, TRUNCATED = "empty", "unreadable", "punctuation", "truncated"
 NON_LATIN = "non-latin"
-FLAGS = (EMPTY, UNREADABLE, PUNCTUATION, NON_LATIN, TRUNCATED)
+# Which cap cut a truncated row (beside TRUNCATED, which every cut row keeps): the reply's, the context's, or both.
+TRUNCATED_REPLY, TRUNCATED_CONTEXT = "truncated_reply", "truncated_context"
+FLAGS = (EMPTY, UNREADABLE, PUNCTUATION, NON_LATIN, TRUNCATED, TRUNCATED_REPLY, TRUNCATED_CONTEXT)
+TRUNCATION = frozenset({TRUNCATED, TRUNCATED_REPLY, TRUNCATED_CONTEXT})
 # The flags whose rows get the floor: the encoder read no word of the reply.
 FLOORED = frozenset({EMPTY, UNREADABLE, PUNCTUATION})
 FLOOR_FACTOR = 2.0
@@ -56,7 +61,9 @@ _WORDS = {
     UNREADABLE: "unreadable (every token unknown)",
     PUNCTUATION: "punctuation only",
     NON_LATIN: "mostly letters outside the Latin script (reply or context)",
-    TRUNCATED: "truncated to max_length",
+    TRUNCATED: "truncated",
+    TRUNCATED_REPLY: "reply cut at max_response_length tokens",
+    TRUNCATED_CONTEXT: "context cut to fit max_length",
 }
 
 
@@ -75,8 +82,10 @@ def reply_flag(response: str, ids: Sequence[int], unknown_id: int | None) -> str
 def row_flags(pair_format, tokenizer, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> list[list[str]]:
     """The flags of every (context, response) pair, as ``pair_format`` reads it with ``tokenizer``: n lists."""
     reply_ids = pair_format.reply_ids(tokenizer, responses)
-    cut = pair_format.truncated(tokenizer, contexts, reply_ids)
-    return flags_of(responses, reply_ids, cut, tokenizer.unk_token_id, contexts=contexts)
+    reply_cut, context_cut = pair_format.truncation(tokenizer, contexts, reply_ids)
+    cut = [a or b for a, b in zip(reply_cut, context_cut)]
+    unknown = tokenizer.unk_token_id
+    return flags_of(responses, reply_ids, cut, unknown, contexts=contexts, reply_cut=reply_cut, context_cut=context_cut)
 
 
 def flags_of(
@@ -86,6 +95,8 @@ def flags_of(
     unknown_id: int | None,
     *,
     contexts: Sequence[Sequence[str]],
+    reply_cut: Sequence[bool] | None = None,
+    context_cut: Sequence[bool] | None = None,
 ) -> list[list[str]]:
     """The flags of every pair from its reply, the reply's token ids, whether truncation cuts the pair, the
     tokenizer's unknown token and the pair's context (for ``non-latin``): n lists (:func:`row_flags`; the scorer's,
@@ -96,6 +107,9 @@ def flags_of(
         flag = reply_flag(response, ids, unknown_id)
         on = ((flag, flag is not None), (NON_LATIN, non_latin), (TRUNCATED, truncated))
         flags.append([name for name, flagged in on if flagged])
+    if reply_cut is not None and context_cut is not None:  # which cap cut the row: after TRUNCATED
+        for row, by_reply, by_context in zip(flags, reply_cut, context_cut):
+            row += [name for name, on in ((TRUNCATED_REPLY, by_reply), (TRUNCATED_CONTEXT, by_context)) if on]
     return flags
 
 
@@ -141,11 +155,16 @@ def count_flags(flags: Iterable[Sequence[str]]) -> Counter:
 def flag_summary(counts: Counter) -> str | None:
     """One sentence on the flagged rows of :func:`count_flags`' ``counts``, or None where no row is flagged.
 
-    E.g. ``"3 of 200 rows are flagged: 2 empty or blank, 1 truncated to max_length; ..."``.
+    E.g. ``"3 of 200 rows are flagged: 2 empty or blank, 1 truncated (1 reply cut at max_response_length tokens);
+    ..."``.
     """
     if not counts["flagged"]:
         return None
-    parts = ", ".join(f"{counts[flag]} {_WORDS[flag]}" for flag in FLAGS if counts[flag])
+    parts = ", ".join(f"{counts[flag]} {_WORDS[flag]}" for flag in FLAGS if counts[flag] and flag not in TRUNCATION)
+    if counts[TRUNCATED]:
+        cuts = (TRUNCATED_REPLY, TRUNCATED_CONTEXT)
+        detail = ", ".join(f"{counts[flag]} {_WORDS[flag]}" for flag in cuts if counts[flag])
+        parts += f"{', ' if parts else ''}{counts[TRUNCATED]} truncated{f' ({detail})' if detail else ''}"
     rows = f"{counts['rows']} rows are" if counts["rows"] != 1 else "1 row is"
     text = f"{counts['flagged']} of {rows} flagged: {parts}"
     if any(counts[flag] for flag in FLOORED):

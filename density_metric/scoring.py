@@ -40,6 +40,11 @@ class DensityScorer:
             batches of long pairs ran slower there), 16,384 on CUDA (:mod:`density_metric.features`).
         max_length: most tokens per pair (default: the checkpoint's; 256 for the bundled one). Longer input
             loses its oldest context tokens first.
+        max_response_length: most reply tokens read (default: the checkpoint's; 64 for the bundled one); the rest
+            of a longer reply is not read, and its row is flagged ``truncated_reply``. Given alone, the context
+            keeps its budget, so a shorter reply scores as with the checkpoint's cap; the largest value is what the
+            encoder's positions leave beside the context (320 for the bundled model;
+            :mod:`density_metric.length_options`).
         progress: progress bar: ``None`` shows it for 1,024 pairs or more; a caller's own tqdm bar is
             advanced by each batch's pairs instead (one bar over many calls, as the command line's).
         cache_dir, local_files_only: passed to the Hub download.
@@ -59,6 +64,7 @@ class DensityScorer:
         batch_size: int | None = None,
         max_tokens: int | None = None,
         max_length: int | None = None,
+        max_response_length: int | None = None,
         progress: bool | None = None,
         cache_dir: str | None = None,
         local_files_only: bool | None = None,
@@ -76,6 +82,7 @@ class DensityScorer:
             device=device,
             dtype=dtype,
             max_length=max_length,
+            max_response_length=max_response_length,
             max_tokens=max_tokens,
         )
         self.stats = self.checkpoint.stats
@@ -88,14 +95,17 @@ class DensityScorer:
         ``floor=v2`` names the policy for replies without a word (:mod:`density_metric.row_flags`), and
         ``specials=text`` says that special-token text in a turn or reply (``[SEP]``) is read as text, not as the
         token (:mod:`density_metric.packing`); a signature without it read such text as the token, and scored
-        every other pair alike."""
+        every other pair alike. ``max_response_length=N`` follows ``max_length`` where the reply's cap is not the
+        checkpoint's (``max_response_length`` or a short ``max_length`` changed it)."""
         import torch
         import transformers
 
+        cap = self.encoder.pair_format.max_response_length
+        own_cap = "" if cap == self.checkpoint.config.pair_format.max_response_length else f"|max_response_length={cap}"
         return (
             f"density_metric={__version__}|checkpoint={self.checkpoint.source}@{self.checkpoint.revision}"
-            f"|max_length={self.encoder.max_length}|dtype={self.encoder.dtype}|floor={FLOOR_POLICY}|specials=text"
-            f"|torch={torch.__version__}|transformers={transformers.__version__}"
+            f"|max_length={self.encoder.max_length}{own_cap}|dtype={self.encoder.dtype}|floor={FLOOR_POLICY}"
+            f"|specials=text|torch={torch.__version__}|transformers={transformers.__version__}"
         )
 
     # ------------------------------------------------------------------ pairs
@@ -112,11 +122,21 @@ class DensityScorer:
             return np.zeros((0, self.encoder.dim), dtype=np.float32), []
         features, packing, order = self.encoder.grouped_pass(contexts, responses, self.batch_size, self.progress)
         reply_ids, cut = [None] * len(responses), np.empty(len(responses), dtype=bool)
+        context_cut = np.empty(len(responses), dtype=bool)
         for pair, ids in zip(order.tolist(), packing.text_ids.ids(packing.replies)):
             reply_ids[pair] = ids
-        cut[order] = packing.cut
+        cut[order], context_cut[order] = packing.cut, packing.context_cut
+        reply_cut = [len(ids) > self.encoder.pair_format.max_response_length for ids in reply_ids]
         unknown_id = self.encoder.tokenizer.unk_token_id
-        return features, flags_of(responses, reply_ids, cut.tolist(), unknown_id, contexts=contexts)
+        return features, flags_of(
+            responses,
+            reply_ids,
+            cut.tolist(),
+            unknown_id,
+            contexts=contexts,
+            reply_cut=reply_cut,
+            context_cut=context_cut.tolist(),
+        )
 
     def features(self, contexts, responses) -> np.ndarray:
         """g(c, r) for checked input: (n, d) float32.

@@ -341,8 +341,10 @@ def compare(
         calibrated_names, calibrated_arrays = _as_systems(
             calibrated, system_names if not isinstance(calibrated, Mapping) else None
         )
-        if calibrated_names != system_names:
+        if sorted(calibrated_names) != sorted(system_names):
             raise ValueError(f"calibrated: systems {calibrated_names} differ from the scores' {system_names}")
+        by_name = dict(zip(calibrated_names, calibrated_arrays))  # a dict may list the systems in another order
+        calibrated_arrays = [by_name[name] for name in system_names]
         calibrated_matrix = _as_matrix(calibrated_arrays, system_names, "calibrated")
         if calibrated_matrix.shape != matrix.shape:
             raise ValueError(f"calibrated has {calibrated_matrix.shape[0]} rows but scores have {matrix.shape[0]}")

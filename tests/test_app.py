@@ -276,7 +276,7 @@ def test_compare_files_counts_degenerate_and_truncated_rows_apart_and_says_holms
     ]
     table, _, _, summary = client.predict(files, "", str(tiny_checkpoint), api_name="/compare_files")
     assert table["headers"][-2:] == ["degenerate rows", "truncated rows"]
-    assert [row[-2:] for row in table["data"]] == [["0", "0"], ["4 (4 empty)", "0"], ["0", "4"]]
+    assert [row[-2:] for row in table["data"]] == [["0", "0"], ["4 (4 empty)", "0"], ["0", "4 (4 reply)"]]
     assert "Holm's correction for 3 tests (all pairs)" in summary
     found = re.findall(r"p = ([0-9.]+), Holm-corrected ([0-9.]+)\)", summary)
     assert len(found) == 3

@@ -51,7 +51,7 @@ def test_a_truncated_reply_keeps_its_own_score(tiny_scorer):
     responses = ["fine thanks", "fine thanks"]
     features = tiny_scorer.features(contexts, responses)
     result = tiny_scorer.score(contexts, responses)
-    assert result.flags == [[], ["truncated"]]
+    assert result.flags == [[], ["truncated", "truncated_context"]]
     np.testing.assert_allclose(result.scores, -tiny_scorer.stats.distances(features), rtol=1e-6)
 
 
@@ -89,7 +89,8 @@ def test_every_row_says_when_its_score_means_little(tiny_scorer):
     contexts = [["hi"], ["hi"], ["hi"], ["hi"], ["hi"], ["how are you " * 40], ["hi"]]
     responses = ["fine thanks", "", "   ", "😀😀", "?!", "fine", "hello " * 30]
     result = tiny_scorer.score(contexts, responses)
-    assert result.flags == [[], ["empty"], ["empty"], ["unreadable"], ["punctuation"], ["truncated"], ["truncated"]]
+    cut_context, cut_reply = ["truncated", "truncated_context"], ["truncated", "truncated_reply"]
+    assert result.flags == [[], ["empty"], ["empty"], ["unreadable"], ["punctuation"], cut_context, cut_reply]
     assert result.to_dict()["flags"] == result.flags
     ranked = tiny_scorer.rank(["hi"], ["fine thanks", "", "😀"])
     assert ranked.flags == [[], ["empty"], ["unreadable"]]
@@ -161,8 +162,13 @@ def test_the_summary_counts_rows_and_each_flag():
     counts = count_flags([[], ["empty"], ["unreadable", "truncated"], ["truncated"]])
     assert (counts["rows"], counts["flagged"], counts["empty"], counts["truncated"]) == (4, 3, 1, 2)
     assert flag_summary(count_flags([[], []])) is None
-    summary = flag_summary(count_flags([["truncated"]]))
-    assert summary.startswith("1 of 1 row is flagged: 1 truncated to max_length") and "floor" not in summary
+    summary = flag_summary(count_flags([["truncated"]]))  # a table written before the caps were told apart
+    assert summary.startswith("1 of 1 row is flagged: 1 truncated;") and "floor" not in summary
+    summary = flag_summary(count_flags([["truncated", "truncated_reply"], ["truncated", "truncated_context"]]))
+    assert summary.startswith(
+        "2 of 2 rows are flagged: 2 truncated (1 reply cut at max_response_length tokens, 1 context cut to fit "
+        "max_length);"
+    )
 
 
 def test_a_dataset_gets_a_flags_column_of_strings_and_one_warning(tiny_scorer, caplog):

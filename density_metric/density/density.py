@@ -65,6 +65,9 @@ Load-time options (`evaluate.load("density", ...)`):
         "float16" (CUDA only).
     max_length (`int`, optional): most tokens per pair, default the checkpoint's (256 for
         the bundled one); the oldest context tokens are dropped first.
+    max_response_length (`int`, optional): most reply tokens read, default the checkpoint's (64 for the bundled
+        one; up to 320 there, what the encoder's positions leave beside the context, which keeps its budget); a
+        longer reply is flagged "truncated_reply".
     Any other keyword that is not one of `evaluate.Metric`'s own (`cache_dir`, `experiment_id`,
     `seed`, ...) is refused with a ValueError naming it.
 
@@ -78,8 +81,8 @@ Returns:
         "empty" (an empty or blank reply), "unreadable" (every token unknown) and
         "punctuation" (no letter or digit: "...", "?!"), all three scored at the floor; "non-latin" (the reply or
         the context is mostly letters outside the Latin script: the model reads English; not floored);
-        "truncated" (the pair
-        did not fit `max_length`).
+        "truncated" (the encoder read part of the pair), with "truncated_reply" (the reply is longer than
+        `max_response_length`) and/or "truncated_context" (the context did not fit `max_length` beside it).
         A flagged row also makes `compute` log one warning with the counts.
     signature (`str`): checkpoint id, revision or content hash, options (`floor=v2`: the floor's policy;
         `specials=text`: special-token text such as "[SEP]" in a turn or reply is read as text), library versions.
@@ -192,6 +195,7 @@ class Density(evaluate.Metric):
         batch_size=None,
         dtype="auto",
         max_length=None,
+        max_response_length=None,
         **kwargs,
     ):
         # evaluate.load consumes `revision` for the module script itself, so the model's pin
@@ -210,6 +214,7 @@ class Density(evaluate.Metric):
             batch_size=batch_size,
             dtype=dtype,
             max_length=max_length,
+            max_response_length=max_response_length,
         )
         self.scorer = None
 
