@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 from .backbone import load_backbone
 from .errors import CheckpointError, positive_int
 from .last_layer import compute_cls_only_in_last_layer, computes_features_only
+from .length_options import with_lengths
 from .packing import PackedRow, PackedRows, distinct_contexts, gather, within
 from .pair_format import POOLINGS, Packing, PairFormat
 from .repetition import rep2
@@ -321,7 +322,7 @@ class Encoder:
             )
         limit = model.config.max_position_embeddings
         specials = pair_format.special_tokens(tokenizer)
-        pair_format = pair_format.with_lengths(max_length, max_response_length, specials, limit=limit)
+        pair_format = with_lengths(pair_format, max_length, max_response_length, specials, limit=limit)
         if pair_format.max_length > limit:
             raise CheckpointError(path, f"max_length {pair_format.max_length} exceeds the encoder's {limit} positions")
         return cls(model, tokenizer, pair_format, device=device, dtype=dtype, max_tokens=max_tokens)

@@ -47,7 +47,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .length_options import MAX_LENGTH, with_lengths, with_max_length
+from .length_options import MAX_LENGTH, with_max_length
 from .packing import ContextTails, PackedRows, TextIds, context_tails, distinct_contexts, gather, within
 from .packing import PackedRow as PackedRow  # re-exported: rows are built here
 
@@ -178,18 +178,6 @@ class PairFormat:
         """This format with another ``max_length`` (the response keeps at most half of it):
         :func:`~density_metric.length_options.with_max_length`."""
         return with_max_length(self, max_length, special_tokens, limit)
-
-    def with_lengths(
-        self,
-        max_length: int | None = None,
-        max_response_length: int | None = None,
-        special_tokens: int = MIN_SPECIAL_TOKENS,
-        limit: int | None = None,
-    ) -> PairFormat:
-        """This format with the scoring options ``max_length`` and ``max_response_length`` (None: its own), the
-        context's budget kept where only the reply's cap is given: :func:`~density_metric.length_options.with_lengths`.
-        """
-        return with_lengths(self, max_length, max_response_length, special_tokens, limit)
 
     def special_tokens(self, tokenizer) -> int:
         """Special tokens a pair takes in this layout: the pair template's, and in the shared-context layout

@@ -10,6 +10,7 @@ import pytest
 from density_metric import DensityScorer, compare
 from density_metric.cli import main
 from density_metric.compare_systems import SystemTable, check_same_scorer
+from density_metric.length_options import with_lengths
 from density_metric.pair_format import PairFormat
 from density_metric.significance import compare as compare_scores
 
@@ -63,7 +64,7 @@ def test_the_cap_beside_the_context_is_what_the_encoders_positions_leave(tiny_ch
     with pytest.raises(ValueError, match="max_response_length must be an integer number of tokens, got '40'"):
         scorer(tiny_checkpoint, max_response_length="40")
     # both options: as given
-    both = PairFormat(max_length=64, max_response_length=24, layout="shared-context").with_lengths(100, 50, 4, 128)
+    both = with_lengths(PairFormat(max_length=64, max_response_length=24, layout="shared-context"), 100, 50, 4, 128)
     assert (both.max_length, both.max_response_length) == (100, 50)
 
 
