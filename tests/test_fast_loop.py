@@ -159,3 +159,12 @@ def test_the_learning_rate_rule_scales_from_sixteen_contexts(backbone, tmp_path)
         TrainConfig(batch_size=128, grad_accum=4)
     with pytest.raises(ValueError, match="--lr-scaling must be one of"):
         TrainConfig(lr_scaling="cubic")
+
+
+def test_the_card_says_the_learning_rate_is_scaled():
+    from .test_card import card
+
+    assert "AdamW, lr 5e-05, " in card()
+    assert "AdamW, lr 5e-05 at 16 contexts a step, scaled sqrt with the contexts a step (--lr-scaling), " in card(
+        batch_size=16, lr_scaling="sqrt"
+    )

@@ -304,7 +304,9 @@ def card_fields(
             else ", features mean-pooled over each candidate's block"
         ),
         "selection": describe_selection(config.select_on, config.select_floor, SELECTION_NAMES),
-        "lr": config.lr,
+        "lr": config.lr
+        if config.lr_scaling == "none"
+        else f"{config.lr:g} at 16 contexts a step, scaled {config.lr_scaling} with the contexts a step (--lr-scaling)",
         "schedule": (
             f"{config.epochs} epoch{'s' * (config.epochs != 1)}"
             if not config.max_steps_per_epoch
