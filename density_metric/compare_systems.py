@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .row_flags import FLAGS, TRUNCATED, TRUNCATED_CONTEXT, TRUNCATED_REPLY, TRUNCATION, count_flags
+from .row_flags import FLAGS, FLOORED, NON_LATIN, TRUNCATED, TRUNCATED_CONTEXT, TRUNCATED_REPLY, count_flags
 from .significance import ComparisonResult, check_baseline, compare
 from .tables import Row, raise_for_bad_rows, read_table
 
@@ -323,25 +323,27 @@ def compare_tables(
 
 def report_flags(result: ComparisonResult, flags: Mapping[str, Sequence[Sequence[str]] | None]) -> None:
     """Add each system's flagged rows to ``result.systems``: ``flagged``, the rows whose reply is degenerate (empty,
-    unreadable, no letter or digit: their score means little); ``truncated``, the rows the encoder read only in part
+    unreadable, no letter or digit: floored, :data:`~density_metric.row_flags.FLOORED`); ``truncated``, the rows the encoder read only in part
     (counted apart: long human dialogues are often cut, 8 % of DailyDialog test pairs); ``flag_counts``, the rows per
     flag; all None where the flags are unknown. Where the systems with known flags have different numbers of
     degenerate rows, one warning names those with the most; where any has truncated rows, one warning counts them
-    per system and cap (both logged, and in ``result.warnings``)."""
+    per system and cap; where any has ``non-latin`` rows (read, not floored), one warning counts them (all logged, and
+    in ``result.warnings``)."""
     known, cut = {}, {}
     for system in result.systems:
         rows = flags.get(system["name"])
         counts = None if rows is None else count_flags(rows)
-        degenerate = None if rows is None else sum(not TRUNCATION.issuperset(row) for row in rows)
+        degenerate = None if rows is None else sum(not FLOORED.isdisjoint(row) for row in rows)
         system["flagged"] = degenerate
         system["truncated"] = None if counts is None else counts[TRUNCATED]
         system["flag_counts"] = None if counts is None else {flag: counts[flag] for flag in FLAGS if counts[flag]}
         if counts is not None:
             known[system["name"]], cut[system["name"]] = degenerate, counts
-    truncation = _truncation_warning(result.systems[0]["n"] if result.systems else 0, cut)
-    if truncation:
-        logger.warning(truncation)
-        result.warnings.append(truncation)
+    n = result.systems[0]["n"] if result.systems else 0
+    for warning in (_truncation_warning(n, cut), _non_latin_warning(n, cut)):
+        if warning:
+            logger.warning(warning)
+            result.warnings.append(warning)
     if len(set(known.values())) < 2:
         return
     most = max(known.values())
@@ -354,6 +356,17 @@ def report_flags(result: ComparisonResult, flags: Mapping[str, Sequence[Sequence
     )
     logger.warning(warning)
     result.warnings.append(warning)
+
+
+def _non_latin_warning(n: int, counts: Mapping[str, Mapping[str, int]]) -> str | None:
+    """One sentence on the systems with ``non-latin`` rows (read and scored, not floored), or None where none has any."""
+    parts = [f"{name!r} {system[NON_LATIN]} of {n}" for name, system in counts.items() if system[NON_LATIN]]
+    if not parts:
+        return None
+    return (
+        f"non-latin rows, mostly letters outside the Latin script: {', '.join(parts)}; the model reads English, so "
+        "their scores say little of them; see the 'flags' of the rows"
+    )
 
 
 def _truncation_warning(n: int, counts: Mapping[str, Mapping[str, int]]) -> str | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .row_flags import TRUNCATED_CONTEXT, TRUNCATED_REPLY, TRUNCATION
+from .row_flags import FLOORED, TRUNCATED_CONTEXT, TRUNCATED_REPLY
 
 TESTS = {"bs": "paired bootstrap", "ar": "approximate randomization"}
 ALPHA = 0.05  # a pair is significant at p < ALPHA
@@ -126,10 +126,10 @@ def system_table(result: ComparisonResult) -> str:
 
 def flagged_cell(system: dict[str, Any]) -> str:
     """A system's degenerate rows as text: ``0``, ``3 (2 empty, 1 punctuation)``, or ``-`` where unknown; the
-    truncated rows are :func:`truncated_cell`'s."""
+    truncated rows are :func:`truncated_cell`'s; ``non-latin`` rows, read and not floored, are counted by a warning."""
     if system.get("flagged") is None:
         return "-"
-    counts = {flag: count for flag, count in (system.get("flag_counts") or {}).items() if flag not in TRUNCATION}
+    counts = {flag: count for flag, count in (system.get("flag_counts") or {}).items() if flag in FLOORED}
     detail = ", ".join(f"{count} {flag}" for flag, count in counts.items())
     return f"{system['flagged']} ({detail})" if detail else str(system["flagged"])
 

@@ -8,6 +8,7 @@ import pytest
 
 from density_metric import compare
 from density_metric.cli import main
+from density_metric.comparison_result import flagged_cell
 
 from .test_cli import error_line, run, write_jsonl
 
@@ -309,6 +310,20 @@ def test_truncated_rows_are_counted_apart_from_degenerate_ones(tiny_scorer):
     long_, empty = result.systems
     assert (long_["flagged"], long_["truncated"]) == (0, 4) and (empty["flagged"], empty["truncated"]) == (4, 0)
     assert [w for w in result.warnings if "'empty' has more degenerate replies" in w]
+
+
+RUSSIAN = ["Привет, как дела?", "Спасибо, хорошо.", "Да, конечно.", "Нет, не знаю."]
+
+
+def test_non_latin_rows_are_not_counted_as_degenerate_and_get_their_own_warning(tiny_scorer):
+    """A system of Russian replies is read (not floored): "more degenerate replies ... score the floor" was wrong."""
+    result = tiny_scorer.compare(CONTEXTS, {"good": GOOD, "russian": RUSSIAN}, resamples=200, trials=500)
+    good, russian = result.systems
+    assert (russian["flagged"], russian["flag_counts"]) == (0, {"non-latin": 4}) and good["flagged"] == 0
+    assert not [w for w in result.warnings if "degenerate" in w]
+    [warning] = [w for w in result.warnings if "non-latin" in w]
+    assert "'russian' 4 of 4" in warning and "English" in warning and "'good'" not in warning
+    assert [flagged_cell(system) for system in result.systems] == ["0", "0"]
 
 
 def test_systems_with_as_many_flagged_rows_are_not_warned_about(tiny_scorer):
