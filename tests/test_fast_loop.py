@@ -168,3 +168,16 @@ def test_the_card_says_the_learning_rate_is_scaled():
     assert "AdamW, lr 5e-05 at 16 contexts a step, scaled sqrt with the contexts a step (--lr-scaling), " in card(
         batch_size=16, lr_scaling="sqrt"
     )
+
+
+def test_the_next_epochs_plan_is_drawn_ahead_and_equals_one_drawn_then(backbone, tmp_path):
+    from train.step_batches import StepBatches
+
+    train, valid = data()
+    trainer = Trainer(config_for(backbone, resample_negatives=True, validation_kinds=""), train, valid, tmp_path)
+    trainer.batches.epoch(0)
+    assert set(trainer.batches._plans) == {1}  # epoch 1 is drawn while epoch 0 trains
+    ahead, then = trainer.batches.epoch(1), StepBatches(trainer)._plan(1)
+    assert not trainer.batches._plans  # the run has 2 epochs
+    assert np.array_equal(ahead.batches, then.batches) and np.array_equal(ahead.positions, then.positions)
+    assert ahead.negatives == then.negatives != trainer.batches._plan(0).negatives  # drawn afresh each epoch

@@ -218,10 +218,11 @@ def _hard_negatives(kind, count, data, row, seed, retrieval, taken) -> list[str]
 
 
 def _random_table(data: SelectionData, n: int, seed: int) -> list[list[str]]:
-    """``data.negatives(n, seed)``, computed once per (n, seed) and kept on ``data`` (the last two)."""
+    """``data.negatives(n, seed)``, computed once per (n, seed) and kept on ``data`` (the last four: an epoch's
+    negatives and copies, and the next epoch's copies, which the loop draws ahead)."""
     cache = data.__dict__.setdefault("_negatives_cache", {})
     if (n, seed) not in cache:
-        while len(cache) >= 2:
+        while len(cache) >= 4:
             cache.pop(next(iter(cache)))
         cache[(n, seed)] = data.negatives(n, seed)
     return cache[(n, seed)]

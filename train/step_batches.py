@@ -121,9 +121,19 @@ class StepBatches:
         self.store = TokenStore(trainer.tokenizer, config.pair_format, data.contexts, texts)
         self.golds = self.store.positions(data.responses)
         self._table: tuple[int, list[list[str]], np.ndarray] | None = None
+        self._plans: dict = {}  # epoch -> the future of its plan
+        self._ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="next-epoch")
 
     def epoch(self, epoch: int) -> EpochPlan:
-        """The rows (and with ``random:1`` the negatives) of ``epoch``."""
+        """The rows (and with ``random:1`` the negatives) of ``epoch``; the next epoch's are then drawn in a
+        background thread (its tables are Python loops over every training pair, seconds on a whole corpus)."""
+        pending = self._plans.pop(epoch, None)
+        plan = pending.result() if pending is not None else self._plan(epoch)
+        if epoch + 1 < self.trainer.config.epochs:
+            self._plans[epoch + 1] = self._ahead.submit(self._plan, epoch + 1)
+        return plan
+
+    def _plan(self, epoch: int) -> EpochPlan:
         trainer, config = self.trainer, self.trainer.config
         batches = epoch_batches(
             len(trainer.train_data),
@@ -134,6 +144,8 @@ class StepBatches:
             trainer.overlap_pool,
             config.overlap_rows,
         )
+        if config.density_weight:  # the copies' fallback table of the epoch, kept on the data (draw_copies)
+            draw_copies(trainer.train_data, batches[0], config, epoch)
         if not trainer.mix.random_only:
             return EpochPlan(batches)
         seed = config.negatives_seed + epoch if config.resample_negatives else config.negatives_seed
