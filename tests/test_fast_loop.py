@@ -181,3 +181,30 @@ def test_the_next_epochs_plan_is_drawn_ahead_and_equals_one_drawn_then(backbone,
     assert not trainer.batches._plans  # the run has 2 epochs
     assert np.array_equal(ahead.batches, then.batches) and np.array_equal(ahead.positions, then.positions)
     assert ahead.negatives == then.negatives != trainer.batches._plan(0).negatives  # drawn afresh each epoch
+
+
+def test_bland_copies_and_negatives_are_gathered_from_the_store_with_the_text_loops_losses(
+    backbone,
+    start,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+):
+    """A bland reply is a training gold, so it is in the store: no step encodes a text."""
+    from .test_bland import bland_data
+
+    train, valid = bland_data()
+    config = density_config(
+        backbone,
+        start,
+        epochs=1,
+        max_steps_per_epoch=STEPS,
+        negatives=3,
+        negative_mix="random:2,bland:1",
+        density_copies=2,
+        copy_mix="echo:1,bland:1",
+        mixed_precision="no",
+    )
+    rows = epoch_batches(len(train), config.batch_size, config.seed)[:STEPS].ravel()
+    kinds = [kind for copies in draw_copies(train, rows, config, 0).values() for kind, _ in copies]
+    assert kinds.count("bland") > STEPS  # most rows get a real bland copy
+    assert_fast_losses_equal_the_reference(config, train, valid, tmp_path, monkeypatch)

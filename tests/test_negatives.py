@@ -10,6 +10,7 @@ from train.data import SelectionData, epoch_negatives, normalise
 from train.negative_kinds import (
     CONTEXT_KINDS,
     KINDS,
+    bland_negative,
     drop_negative,
     earlier_negative,
     echo_negative,
@@ -195,12 +196,15 @@ def test_no_generator_returns_a_copy_of_the_gold(gold_words, context_words, seed
         "shuffle": shuffle_negative(gold, rng(seed)),
         "same-dialogue": same_dialogue_negative(turns, len(context), rng(seed)),
         "grounding": grounding_negative(["your persona: " + turn for turn in context], gold, rng(seed)),
+        "bland": bland_negative([gold.upper() + " !", *context, "ok ."], context, gold, rng(seed)),
     }
     for kind, output in outputs.items():
         if output is not None:
             assert normalise(output) != normalise(gold), (kind, output)
             if kind in {"repeat", "drop", "shuffle"}:
                 assert output.split() != gold.split()
+            if kind == "bland":
+                assert output not in context and normalise(output) not in map(normalise, context)
 
 
 def test_retrieved_picks_a_neighbour_but_never_a_context_turn_or_the_gold(data, retrieval):
@@ -307,7 +311,7 @@ def test_every_context_gets_n_distinct_valid_negatives(data, retrieval):
             assert normalise(text) != normalise(gold)
             if kind not in CONTEXT_KINDS:
                 assert text not in context, (kind, text)
-    assert kinds_seen == set(KINDS) - {"grounding"}  # MIX: every kind but grounding (no persona lines here)
+    assert kinds_seen == set(KINDS) - {"grounding", "bland"}  # MIX: every kind but those (tests/test_bland.py)
 
 
 def test_grounding_is_a_persona_line_without_its_prefix_never_a_turn_nor_the_gold():

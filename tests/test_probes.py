@@ -13,7 +13,7 @@ from benchmarks.probes import EMOJI, PROBES, PUNCTUATION_REPLIES, generic, make_
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 PROBES_FILE = ROOT / "benchmarks" / "probes.py"
-NEGATIVES_FILES = [ROOT / "train" / "negatives.py", ROOT / "train" / "negative_kinds.py"]
+NEGATIVES_FILES = [ROOT / "train" / "negatives.py", ROOT / "train" / "negative_kinds.py", ROOT / "train" / "bland.py"]
 OLD_PROBES = ("random", "repetition", "speaker_confused", "echo", "shuffled")
 
 

@@ -14,6 +14,7 @@ import torch
 from density_metric.features import rows_to_batch
 from density_metric.gaussian import GaussianAccumulator, GaussianStats
 
+from .bland import bland_list, require_bland_list, use_bland_list
 from .config import TrainConfig
 from .data import SelectionData
 from .grounding_validation import group_metrics
@@ -56,8 +57,9 @@ class Evaluation:
     def _validation_candidates(self, valid: SelectionData) -> dict[str, list[str]]:
         """One fixed negative per validation pair for each kind of ``config.validation_kinds``.
 
-        ``all`` leaves out ``same-dialogue`` without dialogues and ``retrieved`` without a
-        validation index file; an index built for another pool is still an error.
+        ``all`` leaves out ``same-dialogue`` without dialogues, ``retrieved`` without a
+        validation index file and ``bland`` when the training split has no bland reply; an index built for
+        another pool is still an error. ``bland`` draws from the *training* split's list (:mod:`train.bland`).
         """
         from .retrieval import split_path
 
@@ -74,6 +76,11 @@ class Evaluation:
             unknown = [kind for kind in kinds if kind not in KINDS]
             if unknown:
                 raise ValueError(f"validation_kinds: unknown kind(s) {unknown}; kinds: {KINDS}")
+        if "bland" in kinds:  # the training split's list, never one mined from the validation pairs
+            if wanted == "all" and not bland_list(self.train_data):
+                kinds.remove("bland")
+            else:
+                use_bland_list(valid, require_bland_list(self.train_data, "--validation-kinds"))
         retrieval = self._retrieval_index(valid.pool, "validation") if "retrieved" in kinds else None
         return validation_candidates(valid, kinds, seed=self.config.negatives_seed, retrieval=retrieval)
 

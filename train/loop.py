@@ -42,6 +42,7 @@ from tqdm.auto import tqdm
 from density_metric.features import cpu_has_native_bf16
 
 from .arguments import checkpoint_folder, encoder_folder
+from .bland import BLAND_FILE, require_bland_list, write_bland_list
 from .config import TrainConfig, check_contexts_per_step, check_resumable, scaled_lr
 from .data import SelectionData
 from .density_term import BANK_FILE, DensityTerm, start_density_term
@@ -166,7 +167,11 @@ class Trainer(Evaluation):
         self.mix = NegativeMix.parse(config.negative_mix)
         self.random_mix = NegativeMix.parse("random:1")  # before hard_negatives_after
         self.retrieval = self._retrieval_index(train.pool) if "retrieved" in self.mix.kinds else None
-        self.valid_kinds = self._validation_candidates(valid)
+        copy_kinds = NegativeMix.parse(config.copy_mix).kinds if config.density_weight else ()
+        for flag, kinds in (("--negative-mix", self.mix.kinds), ("--copy-mix", copy_kinds)):
+            if "bland" in kinds:  # mined once from the training pairs, kept on them (train/bland.py)
+                require_bland_list(train, flag)
+        self.valid_kinds = self._validation_candidates(valid)  # bland: the training list
         fit = min(config.valid_fit_pairs, len(train))
         self.fit_rows = np.sort(np.random.default_rng(config.seed).choice(len(train), size=fit, replace=False))
         self.plain_fit_rows = None
@@ -209,6 +214,8 @@ class Trainer(Evaluation):
         if resume:  # last, since loading the density term's anchor draws from the RNG (its head's init)
             torch.set_rng_state(load_file(str(state_dir / "rng.safetensors"))[f"rank{self.accelerator.process_index}"])
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        if self.accelerator.is_main_process and "bland" in {*self.mix.kinds, *copy_kinds, *self.valid_kinds}:
+            write_bland_list(self.out_dir / BLAND_FILE, train)
 
     def _optimizer(self, model) -> torch.optim.AdamW:
         """AdamW at the recipe's learning rate for this run's contexts a step (``--lr-scaling``), fused on CUDA."""

@@ -30,6 +30,9 @@ and returns one negative, or ``None`` where it cannot make a valid one:
 - ``retrieved`` (:func:`train.retrieval.retrieved_negative`): one of the gold's nearest training utterances by
   embedding similarity (:mod:`train.retrieval`: top-k, near-duplicates above a ceiling already
   left out), never a context turn.
+- ``bland`` (:func:`bland_negative`): one of the run's bland replies (:mod:`train.bland`: short replies that
+  are the gold in many training dialogues, mined from the training split), uniformly; never a normalised
+  copy of the gold or of a context turn, so a bland gold stays a gold.
 
 Where the pairs' dialogues are known, ``echo``, ``earlier`` and ``span`` copy the dialogue's
 turns only, never a prefix (ConvAI2's persona lines, the grounding lines of train/grounding.py).
@@ -57,6 +60,7 @@ KINDS = (
     "earlier",
     "span",
     "grounding",
+    "bland",
 )
 # Kinds that change the gold's words: the word sequence must differ from the gold's.
 PERTURBATIONS = frozenset({"repeat", "drop", "shuffle"})
@@ -227,3 +231,11 @@ def shuffle_negative(gold: str, rng: np.random.Generator) -> str | None:
         if shuffled != tokens and normalise(" ".join(shuffled)) != gold_key:
             return " ".join(shuffled)
     return None
+
+
+def bland_negative(replies: Sequence[str], context: Sequence[str], gold: str, rng: np.random.Generator) -> str | None:
+    """One of ``replies`` (the run's bland list, :func:`train.bland.bland_list`) uniformly among those that are
+    not a normalised copy of the gold nor of a context turn; ``None`` when none is left (or the list is empty)."""
+    banned = {normalise(gold), *map(normalise, context)}
+    usable = [reply for reply in replies if normalise(reply) not in banned]
+    return usable[rng.integers(len(usable))] if usable else None

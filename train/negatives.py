@@ -13,7 +13,8 @@ negatives are distinct.
 instead: ``same-dialogue`` when the dialogue has no eligible turn (e.g. a 3-turn dialogue),
 ``echo`` when every context turn is a copy of the gold, ``speaker`` when the previous turn has
 no word, ``repeat`` for a gold without a word, ``drop`` and ``shuffle`` for a one-word gold,
-``retrieved`` when the gold has no neighbour outside its context; and a kind asked for several
+``retrieved`` when the gold has no neighbour outside its context, ``bland`` when every bland reply is a
+normalised copy of the gold or of a context turn (or the list is empty); and a kind asked for several
 negatives in one context that runs out of distinct ones.
 
 **Corpora.** When the pairs come from a ``--corpus`` mix (``SelectionData.sources``), random
@@ -40,12 +41,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .bland import bland_list
 from .data import SelectionData, normalise
 from .negative_kinds import (
     ATTEMPTS,
     CONTEXT_KINDS,
     KINDS,
     PERTURBATIONS,
+    bland_negative,
     drop_negative,
     earlier_negative,
     echo_negative,
@@ -184,6 +187,8 @@ def _generate(kind: str, data: SelectionData, row: int, rng: np.random.Generator
         return grounding_negative(context, gold, rng)
     if kind == "retrieved":
         return retrieved_negative(gold, context, retrieval, rng)
+    if kind == "bland":  # the training split's list, also for a validation split (train.bland.use_bland_list)
+        return bland_negative(bland_list(data), context, gold, rng)
     raise ValueError(f"no generator for negative kind {kind!r}")
 
 

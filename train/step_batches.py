@@ -9,7 +9,8 @@ and the anchor's inputs. :class:`StepBatches` makes them as a function of (epoch
   drawn once for the run, or once an epoch with ``--resample-negatives``) held as positions in the token store,
   so that a step gathers its rows' negatives by index. With any other mix, and for the density term's copies,
   the texts of :func:`train.negatives.draw_labelled_negatives` and :func:`train.density_term.draw_copies`,
-  looked up in the store. Either way the draws are those of the text loop this replaced, row for row.
+  looked up in the store (a ``bland`` reply is a training gold, :mod:`train.bland`). Either way the draws are
+  those of the text loop this replaced, row for row.
 - The inputs: :meth:`train.token_store.TokenStore.batch`, gathers over ids tokenised before the first step.
   A micro-batch with a text the store lacks (``span``, ``repeat``, ``drop``, ``shuffle``, ``grounding`` and
   ``retrieved`` negatives and copies, which are made or found afresh) is encoded from its texts instead
@@ -28,6 +29,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 import torch
 
+from .bland import bland_list
 from .data import epoch_batches, epoch_negatives
 from .density_term import draw_copies
 from .evaluation import encode_groups
@@ -118,6 +120,8 @@ class StepBatches:
             texts += [
                 join for context, gold in zip(data.contexts, data.responses) for join in speaker_joins(context, gold)
             ]
+        if "bland" in kinds:  # training golds, so in the store already; a list given to the data may hold others
+            texts += bland_list(data)
         self.store = TokenStore(trainer.tokenizer, config.pair_format, data.contexts, texts)
         self.golds = self.store.positions(data.responses)
         self._table: tuple[int, list[list[str]], np.ndarray] | None = None
