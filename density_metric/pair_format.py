@@ -48,7 +48,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .length_options import MAX_LENGTH, with_max_length
-from .packing import ContextTails, PackedRows, TextIds, context_tails, distinct_contexts, gather, within
+from .packing import ContextTails, PackedRows, TextIds, assemble_rows, context_tails, distinct_contexts
 from .packing import PackedRow as PackedRow  # re-exported: rows are built here
 
 # The fewest special tokens a pair template adds ([CLS] a [SEP] b [SEP]); the response cap
@@ -388,64 +388,12 @@ class PairFormat:
         source = np.concatenate([pool, tails.ids])
         context_end = len(pool) + tails.offsets[1:]
         constant = text_ids.starts(np.array([open_, middle, close])), text_ids.lengths(np.array([open_, middle, close]))
-        (open_at, middle_at, close_at), (n_open, n_middle, n_close) = constant
-        reply_at = text_ids.starts(replies)
-        if layout == "paper":
+        if layout == "paper":  # a row per candidate: its context keeps what its reply leaves
             context = np.minimum(tails.lengths[candidate_owner], budget)
-            m = len(replies)
-            starts = np.stack(
-                [
-                    np.full(m, open_at),
-                    context_end[candidate_owner] - context,
-                    np.full(m, middle_at),
-                    reply_at,
-                    np.full(m, close_at),
-                ],
-                axis=1,
-            )
-            lengths = np.stack([np.full(m, n_open), context, np.full(m, n_middle), kept, np.full(m, n_close)], axis=1)
-            ids = gather(source, starts.ravel(), lengths.ravel())
-            offsets = np.concatenate([[0], np.cumsum(lengths.sum(axis=1))])
-            rows = PackedRows(ids, offsets, None, None, np.zeros(m, dtype=np.int64), np.arange(m + 1, dtype=np.int64))
-            return Packing(rows, cut, replies, text_ids, context_cut)
-        # shared-context: per row, the head (open, context, middle), then per candidate a block (open, reply, close).
-        n = len(contexts)
-        context = np.minimum(tails.lengths[owner], self._context_budget(specials, 0, layout))
-        head = n_open + context + n_middle
-        block = n_open + kept + n_close
-        pieces = 3 + 3 * sizes
-        first_piece = np.cumsum(pieces) - pieces
-        first_candidate = np.cumsum(sizes) - sizes
-        local = within(sizes)
-        total = int(pieces.sum())
-        starts, lengths = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
-        bases, segments = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
-        head_at = first_piece[:, None] + np.arange(3)
-        starts[head_at] = np.stack([np.full(n, open_at), context_end[owner] - context, np.full(n, middle_at)], axis=1)
-        lengths[head_at] = np.stack([np.full(n, n_open), context, np.full(n, n_middle)], axis=1)
-        bases[head_at] = np.stack([np.zeros(n, dtype=np.int64), np.full(n, n_open), n_open + context], axis=1)
-        segments[head_at] = 0
-        block_at = (np.repeat(first_piece, sizes) + 3 + 3 * local)[:, None] + np.arange(3)
-        m = len(replies)
-        block_head = np.repeat(head, sizes)
-        starts[block_at] = np.stack([np.full(m, open_at), reply_at, np.full(m, close_at)], axis=1)
-        lengths[block_at] = np.stack([np.full(m, n_open), kept, np.full(m, n_close)], axis=1)
-        bases[block_at] = block_head[:, None] + np.stack(
-            [np.zeros(m, dtype=np.int64), np.full(m, n_open), n_open + kept], axis=1
-        )
-        segments[block_at] = (local + 1)[:, None]
-        ids = gather(source, starts, lengths)
-        positions = np.repeat(bases - (np.cumsum(lengths) - lengths), lengths) + np.arange(len(ids))
-        row_lengths = head + np.bincount(np.repeat(np.arange(n), sizes), weights=block, minlength=n).astype(np.int64)
-        done = np.concatenate([[0], np.cumsum(block)])
-        features = block_head + done[:-1] - np.repeat(done[first_candidate], sizes)
-        rows = PackedRows(
-            ids,
-            np.concatenate([[0], np.cumsum(row_lengths)]),
-            positions,
-            np.repeat(segments, lengths),
-            features,
-            np.concatenate([[0], np.cumsum(sizes)]),
+        else:  # a row per context (the head), then per candidate a block (open, reply, close)
+            context = np.minimum(tails.lengths[owner], self._context_budget(specials, 0, layout))
+        rows = assemble_rows(
+            source, context_end[owner], context, text_ids.starts(replies), kept, sizes, constant, layout
         )
         return Packing(rows, cut, replies, text_ids, context_cut)
 
