@@ -35,10 +35,9 @@ PAPER_RECIPE = (
 ).split()
 
 # E3: the paper's schedule at 64 contexts a step, over the same 10 epochs (a quarter of the steps). The learning
-# rate grows with the square root of the batch (5e-5 x sqrt(64 / 16) = 1e-4, the rule for Adam of Malladi et al.,
-# NeurIPS 2022) and the warm-up keeps its contexts (1,000 steps of 16 = 250 of 64). The loop has no batch-size rule
-# of its own yet, so the rate is written here as an explicit --lr.
-PAPER_64_RECIPE = [*PAPER_RECIPE, "--batch-size", "64", "--lr", "1e-4", "--warmup-steps", "250"]
+# rate grows with the square root of the batch (the loop's --lr-scaling sqrt: 5e-5 x sqrt(64 / 16) = 1e-4, the rule
+# for Adam of Malladi et al., NeurIPS 2022) and the warm-up keeps its contexts (1,000 steps of 16 = 250 of 64).
+PAPER_64_RECIPE = [*PAPER_RECIPE, "--batch-size", "64", "--lr-scaling", "sqrt", "--warmup-steps", "250"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +72,6 @@ RECIPES = {
     "paper-64": Recipe(
         tuple(PAPER_64_RECIPE),
         "backbone",
-        "E3: the paper's schedule at 64 contexts a step, lr 1e-4 (square-root rule), 250 warm-up steps",
+        "E3: the paper's schedule at 64 contexts a step, lr 5e-5 scaled by the square root (1e-4), 250 warm-up steps",
     ),
 }

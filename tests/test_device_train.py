@@ -28,6 +28,7 @@ from benchmarks.device_sections import (
     run_sections,
 )
 from benchmarks.device_train import REPORT, SECTIONS, main, parse_args, parsed_train_args, section_ends, train_argv
+from train.config import scaled_lr
 
 from .test_device_check import write_dailydialog
 from .tiny import build_tiny_encoder
@@ -198,7 +199,11 @@ def test_the_real_scale_commands_parse_with_trains_own_parser(backbone, tiny_mea
             assert (
                 parsed.epochs == 10
                 and parsed.max_steps_per_epoch == 0
-                and parsed.lr == {"paper": 5e-5}.get(recipe, 1e-4)
+                and parsed.lr == 5e-5
+                and parsed.lr_scaling == {"paper": "none", "paper-64": "sqrt"}[recipe]
+            )
+            assert scaled_lr(parsed.lr, parsed.batch_size, parsed.lr_scaling) == pytest.approx(
+                {"paper": 5e-5, "paper-64": 1e-4}[recipe]
             )
             assert parsed.batch_size == {"paper": 16, "paper-64": 64}[recipe] and parsed.backbone == str(start)
     args = parse_args(["paper", "--out", str(tmp_path), "--", "--no-such-flag"])
