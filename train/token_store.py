@@ -3,9 +3,10 @@
 The scorer's pair format (:meth:`density_metric.pair_format.PairFormat.pack`) tokenises the texts of every call
 and reads each context back from its newest turn. A training run calls it thousands of times on the same texts,
 so :class:`TokenStore` does that work once: every text a candidate can be (the pool's utterances, the golds, the
-context turns, and where a mix has ``speaker`` each pair's two joins of its previous turn and gold) is tokenised
-with the scorer's :class:`~density_metric.packing.TextIds`, and every context is read with
-:func:`~density_metric.packing.context_tails` to the longest budget a pair of the layout keeps. A step's rows are
+context turns, where a mix has ``speaker`` each pair's two joins of its previous turn and gold, and where it has
+``bland`` the run's bland list, :mod:`train.bland`) is tokenised with the scorer's
+:class:`~density_metric.packing.TextIds`, and every context is read with :func:`~density_metric.packing.context_tails`
+to the longest budget a pair of the layout keeps. A step's rows are
 then :func:`~density_metric.packing.assemble_rows` over integer positions: no text is read or tokenised inside a step.
 
 The rows equal ``PairFormat.pack``'s for the same contexts and candidates (tests/test_token_store.py checks both
