@@ -149,9 +149,13 @@ def speaker_negative(context: Sequence[str], gold: str, rng: np.random.Generator
     """The previous turn and the gold as one reply, the previous turn first or last (even odds)."""
     if not context or not _is_word(context[-1]):
         return None
-    previous = context[-1].strip()
-    parts = [previous, gold.strip()] if rng.random() < 0.5 else [gold.strip(), previous]
-    return " ".join(part for part in parts if part)
+    return speaker_join(context[-1], gold, previous_first=rng.random() < 0.5)
+
+
+def speaker_join(previous: str, gold: str, previous_first: bool) -> str:
+    """The previous turn and the gold as one reply, stripped and joined by a space (an empty part left out)."""
+    parts = [previous.strip(), gold.strip()]
+    return " ".join(part for part in (parts if previous_first else parts[::-1]) if part)
 
 
 def earlier_negative(context: Sequence[str], gold: str, rng: np.random.Generator) -> str | None:

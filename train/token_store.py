@@ -24,14 +24,15 @@ from density_metric.features import rows_to_batch
 from density_metric.packing import PackedRows, TextIds, assemble_rows, context_tails
 from density_metric.pair_format import special_token_layout
 
+from .negative_kinds import speaker_join
+
 
 def speaker_joins(context: Sequence[str], gold: str) -> list[str]:
     """The two texts :func:`train.negative_kinds.speaker_negative` can make of a pair: the previous turn before
     the gold and after it (stripped, joined by a space; empty parts left out). None for a context without turns."""
     if not context:
         return []
-    previous, reply = context[-1].strip(), gold.strip()
-    return [" ".join(part for part in parts if part) for parts in ((previous, reply), (reply, previous))]
+    return [speaker_join(context[-1], gold, previous_first) for previous_first in (True, False)]
 
 
 class TokenStore:
