@@ -25,6 +25,12 @@ for variable in (
 ):
     os.environ.pop(variable, None)
 
+# Under pytest-xdist (the `-n` of pyproject's addopts) the workers share the machine's cores: each gets its share of
+# torch's threads, set before anything imports torch, so that the subprocesses tests start inherit it too.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1 and "OMP_NUM_THREADS" not in os.environ:
+    os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // _WORKERS))
+
 import pytest  # noqa: E402
 
 from density_metric.checkpoint_format import DensityConfig, save_checkpoint  # noqa: E402

@@ -90,13 +90,14 @@ def test_held_out_human_responses_are_calibrated_near_uniform(default_scorer):
 
 @needs_data
 def test_cpu_bfloat16_ranks_real_pairs_like_float32(default_scorer):
-    """The explicit bf16 fast mode ranks like fp32: Spearman > 0.999 on real pairs."""
+    """The explicit bf16 fast mode ranks like fp32: Spearman > 0.999 on 150 real pairs (bf16 is emulated, so slow,
+    on a CPU without bf16 instructions)."""
     from scipy.stats import spearmanr
 
     from train.corpora import load_dailydialog, response_pairs
 
     contexts, responses = response_pairs(load_dailydialog(DAILYDIALOG, "test"))
-    pick = np.random.default_rng(1).choice(len(responses), size=300, replace=False)
+    pick = np.random.default_rng(1).choice(len(responses), size=150, replace=False)
     contexts, responses = [contexts[i] for i in pick], [responses[i] for i in pick]
     fp32 = DensityScorer(device="cpu", dtype="float32").score(contexts, responses)
     bf16 = DensityScorer(device="cpu", dtype="bfloat16").score(contexts, responses)
