@@ -33,10 +33,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .cli_compare import compare_command
-from .compare_systems import SCORE_DEFINING_WORDS
 from .errors import fail, positive_int, read_or_fail
 from .outputs import same_file
 from .row_flags import FLOORED, warn_flags
+from .signature import SCORE_DEFINING_WORDS
 from .significance import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,

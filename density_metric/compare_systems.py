@@ -5,7 +5,7 @@ replies to the same contexts, in the same order. Tables that all have the score 
 (``--score-field``, default ``density``: what ``score`` writes) are not scored again; tables that
 all lack it are scored with the checkpoint; a mix is an error naming the files. Stored scores are
 compared only if one checkpoint scored them all: the ``{score field}_signature`` column that ``score``
-writes must agree in every row of every file on the fields that define a score, :data:`SCORE_DEFINING_FIELDS`:
+writes must agree in every row of every file on the fields that define a score, :data:`~density_metric.signature.SCORE_DEFINING_FIELDS`:
 the checkpoint (by its revision), max_length, max_response_length, dtype, floor and specials (:func:`check_same_scorer`; a file without
 that column is compared with a warning). The statistics
 are :func:`density_metric.significance.compare`'s.
@@ -33,18 +33,11 @@ from typing import Any, Protocol
 import numpy as np
 
 from .row_flags import FLAGS, FLOORED, NON_LATIN, TRUNCATED, TRUNCATED_CONTEXT, TRUNCATED_REPLY, count_flags
+from .signature import SCORE_DEFINING_WORDS, Signature
 from .significance import ComparisonResult, check_baseline, compare
 from .tables import Row, raise_for_bad_rows, read_table
 
 logger = logging.getLogger(__name__)
-
-# The signature fields that decide a score's value (DensityScorer.signature); the library versions do not.
-# floor: the policy for replies without a word (row_flags.FLOOR_POLICY; "" before it existed); specials: "text" where
-# special-token text is read as text ("" before); max_response_length: the reply's cap where it is not the checkpoint's
-# ("": the checkpoint's).
-SCORE_DEFINING_FIELDS = ("checkpoint", "max_length", "max_response_length", "dtype", "floor", "specials")
-# The same fields in words, for the refusal (tests hold this module's docstrings to the tuple too).
-SCORE_DEFINING_WORDS = ", ".join(SCORE_DEFINING_FIELDS[:-1]) + " and " + SCORE_DEFINING_FIELDS[-1]
 
 
 class Scorer(Protocol):
@@ -220,24 +213,9 @@ def check_all_or_none_stored(systems: Sequence[SystemTable]) -> None:
         )
 
 
-def _fields(signature: str) -> dict[str, str]:
-    """The ``key=value`` fields of a ``key=value|...`` signature."""
-    return dict(part.partition("=")[::2] for part in signature.split("|"))
-
-
-def _score_defining(signature: str) -> dict[str, str]:
-    """The :data:`SCORE_DEFINING_FIELDS` of a ``key=value|...`` signature (a field it lacks: ""); the checkpoint
-    by its revision alone (``SOURCE@REVISION``: the content hash of a local folder, a Hub commit), so that one
-    checkpoint loaded from two places counts as one."""
-    fields = _fields(signature)
-    defining = {name: fields.get(name, "") for name in SCORE_DEFINING_FIELDS}
-    defining["checkpoint"] = defining["checkpoint"].rpartition("@")[2]
-    return defining
-
-
 def check_same_scorer(systems: Sequence[SystemTable]) -> str | None:
     """For tables with stored scores: a ValueError naming two files whose signatures differ in a field of
-    :data:`SCORE_DEFINING_FIELDS` (checkpoint, by its revision; max_length; max_response_length; dtype; floor; specials), and the
+    :data:`~density_metric.signature.SCORE_DEFINING_FIELDS` (checkpoint, by its revision; max_length; max_response_length; dtype; floor; specials), and the
     fields that differ; a warning naming the files without a signature.
 
     Returns the signature to report: the files' one signature, their distinct signatures joined by " + "
@@ -252,14 +230,9 @@ def check_same_scorer(systems: Sequence[SystemTable]) -> str | None:
             ", ".join(unsigned),
         )
     for other in signed[1:]:
-        ours, theirs = _score_defining(signed[0].signature), _score_defining(other.signature)
-        if ours != theirs:
-            full_ours, full_theirs = _fields(signed[0].signature), _fields(other.signature)
-            differ = ", ".join(
-                f"{name} {full_ours.get(name, '')!r} against {full_theirs.get(name, '')!r}"
-                for name in ours
-                if ours[name] != theirs[name]
-            )
+        differences = Signature.parse(signed[0].signature).differences(Signature.parse(other.signature))
+        if differences:
+            differ = ", ".join(f"{name} {ours!r} against {theirs!r}" for name, (ours, theirs) in differences.items())
             raise ValueError(
                 f"{signed[0].path} and {other.path} were scored differently ({differ}): scores of two checkpoints "
                 "or settings are not compared; score every file with one checkpoint and the same options (the "

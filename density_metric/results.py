@@ -74,7 +74,7 @@ def score_columns(
     [0, 1]), for a checkpoint with a rating head ``{field}_rating`` (n predicted human ratings), ``{field}_flags``
     (n lists of :attr:`DensityResult.flags`) and ``{field}_signature`` (n copies of :attr:`DensityResult.signature`:
     which checkpoint and options scored the row, so that ``compare`` can refuse scores of two checkpoints or settings:
-    ``compare_systems.SCORE_DEFINING_FIELDS``).
+    ``signature.SCORE_DEFINING_FIELDS``).
 
     The one scoring step under both table paths: :func:`score_rows` (files) and
     ``DensityScorer.score_dataset`` (``datasets``). ``score_chunk(contexts, responses)`` checks

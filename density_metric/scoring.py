@@ -16,7 +16,7 @@ from .gaussian import calibrate
 from .inputs import as_context, check_dialogues, check_pairs, dialogue_pairs
 from .results import DensityResult, score_columns, score_features
 from .row_flags import FLOOR_POLICY, flags_of, floor_distances, reply_flags, row_flags, warn_flags
-from .version import __version__
+from .signature import Signature
 
 logger = logging.getLogger(__name__)
 
@@ -97,16 +97,14 @@ class DensityScorer:
         token (:mod:`density_metric.packing`); a signature without it read such text as the token, and scored
         every other pair alike. ``max_response_length=N`` follows ``max_length`` where the reply's cap is not the
         checkpoint's (``max_response_length`` or a short ``max_length`` changed it)."""
-        import torch
-        import transformers
-
         cap = self.encoder.pair_format.max_response_length
-        own_cap = "" if cap == self.checkpoint.config.pair_format.max_response_length else f"|max_response_length={cap}"
-        return (
-            f"density_metric={__version__}|checkpoint={self.checkpoint.source}@{self.checkpoint.revision}"
-            f"|max_length={self.encoder.max_length}{own_cap}|dtype={self.encoder.dtype}|floor={FLOOR_POLICY}"
-            f"|specials=text|torch={torch.__version__}|transformers={transformers.__version__}"
-        )
+        return Signature.scorer(
+            f"{self.checkpoint.source}@{self.checkpoint.revision}",
+            self.encoder.max_length,
+            None if cap == self.checkpoint.config.pair_format.max_response_length else cap,
+            self.encoder.dtype,
+            FLOOR_POLICY,
+        ).format()
 
     # ------------------------------------------------------------------ pairs
 

@@ -71,6 +71,7 @@ import numpy as np
 # The result and its tables are re-exported here: density_metric.significance.ComparisonResult and its siblings.
 from .comparison_result import ALPHA, TESTS, ComparisonResult, grid_cells, pairwise_grid, system_table
 from .errors import positive_int
+from .signature import Signature
 
 __all__ = [
     "ALPHA",
@@ -407,10 +408,9 @@ def compare(
                 "ties": float(np.mean(np.abs(differences[:, j]) <= row_tolerance[:, j])),
             }
         )
-    seed_text = "none" if seed is None else str(seed)
-    signature = f"test:{test}|ar:{trials}|bs:{resamples}|seed:{seed_text}|rtol:{rtol:g}"
-    if scorer_signature:
-        signature += f"|{scorer_signature}"
+    signature = "|".join(
+        [Signature.test(test, trials, resamples, seed, rtol).format(), *filter(None, [scorer_signature])]
+    )
     warnings = _small_sample_warnings(n, test, trials, seed)
     for warning in warnings:
         logger.warning(warning)

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from density_metric import compare_systems, row_flags
+from density_metric import compare_systems, row_flags, signature
 from density_metric.results import DensityResult
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +30,7 @@ def signed(name: str, **fields: str) -> compare_systems.SystemTable:
     return compare_systems.SystemTable(name, Path(f"{name}.jsonl"), [], np.zeros(0), signature=signature)
 
 
-@pytest.mark.parametrize("field", compare_systems.SCORE_DEFINING_FIELDS)
+@pytest.mark.parametrize("field", signature.SCORE_DEFINING_FIELDS)
 def test_check_same_scorer_names_every_score_defining_field(field):
     other = {field: "org/b@sha256:2222" if field == "checkpoint" else "other"}
     with pytest.raises(ValueError) as error:
@@ -38,7 +38,7 @@ def test_check_same_scorer_names_every_score_defining_field(field):
     message = str(error.value)
     assert f"({field} " in message  # the field that differs
     advice = message[message.index("score every file") :]
-    for name in compare_systems.SCORE_DEFINING_FIELDS:  # and what must agree: all of them
+    for name in signature.SCORE_DEFINING_FIELDS:  # and what must agree: all of them
         assert named(advice, name), (name, advice)
         assert named(compare_systems.check_same_scorer.__doc__, name), name
         assert named(compare_systems.__doc__, name), name
@@ -50,7 +50,7 @@ def test_compares_help_names_every_score_defining_field():
 
     commands = next(action for action in build_parser()._actions if action.dest == "command")
     option = next(action for action in commands.choices["compare"]._actions if action.dest == "score_field")
-    for name in compare_systems.SCORE_DEFINING_FIELDS:
+    for name in signature.SCORE_DEFINING_FIELDS:
         assert named(option.help, name), (name, option.help)
 
 
