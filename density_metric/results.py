@@ -66,15 +66,32 @@ class DensityResult:
 
 ScoreChunk = Callable[[Sequence, Sequence], DensityResult]  # (n contexts, n responses) -> n scores
 
+# The columns scoring adds after the input's, in order: each a suffix of the score field ("": the field itself) and
+# its type. "_rating" only for a checkpoint with a rating head. The one list: score_columns, score_features and
+# tables.output_columns read it.
+SCORE_COLUMNS = {
+    "": "float64",
+    "_calibrated": "float64",
+    "_rating": "float64",
+    "_flags": "flags",
+    "_signature": "string",
+}
+
+
+def added_columns(field: str = "density", rating: bool = False) -> list[str]:
+    """The names of the columns :func:`score_columns` adds (``rating``: the checkpoint has a rating head), in order:
+    ``{field}``, ``{field}_calibrated``, ``{field}_rating``, ``{field}_flags``, ``{field}_signature``."""
+    return [f"{field}{suffix}" for suffix in SCORE_COLUMNS if rating or suffix != "_rating"]
+
 
 def score_columns(
     score_chunk: ScoreChunk, contexts: Sequence, responses: Sequence, *, field: str = "density"
 ) -> dict[str, list[float] | list[str]]:
-    """The output columns of one chunk of n pairs: ``{field}`` (n raw scores), ``{field}_calibrated`` (n in
-    [0, 1]), for a checkpoint with a rating head ``{field}_rating`` (n predicted human ratings), ``{field}_flags``
-    (n lists of :attr:`DensityResult.flags`) and ``{field}_signature`` (n copies of :attr:`DensityResult.signature`:
-    which checkpoint and options scored the row, so that ``compare`` can refuse scores of two checkpoints or settings:
-    ``signature.SCORE_DEFINING_FIELDS``).
+    """The output columns of one chunk of n pairs (:func:`added_columns`): ``{field}`` (n raw scores),
+    ``{field}_calibrated`` (n in [0, 1]), for a checkpoint with a rating head ``{field}_rating`` (n predicted human
+    ratings), ``{field}_flags`` (n lists of :attr:`DensityResult.flags`) and ``{field}_signature`` (n copies of
+    :attr:`DensityResult.signature`: which checkpoint and options scored the row, so that ``compare`` can refuse
+    scores of two checkpoints or settings: ``signature.SCORE_DEFINING_FIELDS``).
 
     The one scoring step under both table paths: :func:`score_rows` (files) and
     ``DensityScorer.score_dataset`` (``datasets``). ``score_chunk(contexts, responses)`` checks
@@ -83,12 +100,15 @@ def score_columns(
     chunk over the ranks of a process group.
     """
     result = score_chunk(contexts, responses)
-    columns = {field: result.scores.tolist(), f"{field}_calibrated": result.calibrated.tolist()}
-    if result.ratings is not None:  # a checkpoint with a few-shot rating head
-        columns[f"{field}_rating"] = result.ratings.tolist()
-    columns[f"{field}_flags"] = [list(row) for row in result.flags]
-    columns[f"{field}_signature"] = [result.signature] * len(result.scores)
-    return columns
+    values = {
+        "": result.scores.tolist(),
+        "_calibrated": result.calibrated.tolist(),
+        "_rating": None if result.ratings is None else result.ratings.tolist(),
+        "_flags": [list(row) for row in result.flags],
+        "_signature": [result.signature] * len(result.scores),
+    }
+    rating = result.ratings is not None
+    return {name: values[name[len(field) :]] for name in added_columns(field, rating)}
 
 
 def score_features(features, field: str, rating: bool):
@@ -97,8 +117,7 @@ def score_features(features, field: str, rating: bool):
     of strings from the first chunk on, even where that chunk has no flagged row."""
     import datasets
 
-    number = datasets.Value("float64")
-    added = {field: number, f"{field}_calibrated": number, **({f"{field}_rating": number} if rating else {})}
-    added[f"{field}_flags"] = datasets.List(datasets.Value("string"))
-    added[f"{field}_signature"] = datasets.Value("string")
+    types = {"float64": datasets.Value("float64"), "string": datasets.Value("string")}
+    types["flags"] = datasets.List(datasets.Value("string"))
+    added = {name: types[SCORE_COLUMNS[name[len(field) :]]] for name in added_columns(field, rating)}
     return datasets.Features({**features, **added})

@@ -54,7 +54,7 @@ from typing import Any
 
 from .csv_cells import missing_cell
 from .inputs import as_context, as_response
-from .results import ScoreChunk, score_columns
+from .results import ScoreChunk, added_columns, score_columns
 from .table_writer import FORMATS, arrow_table, check_format, check_writable, write_records
 
 __all__ = [
@@ -453,15 +453,9 @@ def score_rows(
 def output_columns(
     columns: Sequence[str], field: str = "density", error_column: bool = False, rating_column: bool = False
 ) -> list[str]:
-    """The columns to write: the input's, then those :func:`score_rows` adds (each once)."""
-    added = [
-        field,
-        f"{field}_calibrated",
-        *([f"{field}_rating"] if rating_column else []),
-        f"{field}_flags",
-        f"{field}_signature",
-        *([f"{field}_error"] if error_column else []),
-    ]
+    """The columns to write: the input's, then those :func:`score_rows` adds (:func:`~density_metric.results.added_columns`,
+    then ``{field}_error`` with ``error_column``; each once)."""
+    added = [*added_columns(field, rating_column), *([f"{field}_error"] if error_column else [])]
     return list(dict.fromkeys([*columns, *added]))
 
 
