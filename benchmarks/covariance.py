@@ -15,9 +15,9 @@ import argparse
 import json
 
 import numpy as np
-from scipy.stats import mannwhitneyu, spearmanr
 
 from density_metric import DensityScorer
+from density_metric.correlation import auc, spearman
 from density_metric.gaussian import ESTIMATORS, GaussianAccumulator, mahalanobis, precision_matrix, shrunk_covariance
 from train.corpora import load_dailydialog, response_pairs
 from train.judgments import apply_protocol, context_of
@@ -65,11 +65,10 @@ def main(argv=None) -> None:
         gold_scores, random_scores, zhao_scores = (
             -mahalanobis(f, accumulator.mean, precision) for f in (gold, random_, zhao_features)
         )
-        auc = mannwhitneyu(gold_scores, random_scores).statistic / (len(gold) * len(random_))
         report["estimators"][estimator] = {
             "shrinkage": shrinkage,
-            "valid_gold_vs_random_auc": float(auc),
-            "dailydialog_zhao_paper_spearman": 100 * float(spearmanr(zhao_scores, human).statistic),
+            "valid_gold_vs_random_auc": auc(gold_scores, random_scores),
+            "dailydialog_zhao_paper_spearman": 100 * spearman(zhao_scores, human),
         }
     print(json.dumps(report, indent=2))
 

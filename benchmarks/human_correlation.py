@@ -22,6 +22,7 @@ import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
 from density_metric import DensityScorer
+from density_metric.correlation import pearson, spearman
 from density_metric.inputs import check_dialogues, check_pairs, dialogue_pairs
 from density_metric.scoring import DIALOGUE_AGGREGATES, dialogue_score
 from train.corpora import load_dailydialog
@@ -43,13 +44,12 @@ logger = logging.getLogger("benchmarks.human_correlation")
 
 
 def correlation(metric: np.ndarray, human: np.ndarray) -> dict:
-    """Pearson r and Spearman rho (x100) with p-values, from scipy."""
-    pearson, spearman = pearsonr(metric, human), spearmanr(metric, human)
+    """Pearson r and Spearman rho (x100), :mod:`density_metric.correlation`'s, with the p-values of scipy's tests."""
     return {
-        "pearson": 100 * float(pearson.statistic),
-        "pearson_p": float(pearson.pvalue),
-        "spearman": 100 * float(spearman.statistic),
-        "spearman_p": float(spearman.pvalue),
+        "pearson": 100 * pearson(metric, human),
+        "pearson_p": float(pearsonr(metric, human).pvalue),
+        "spearman": 100 * spearman(metric, human),
+        "spearman_p": float(spearmanr(metric, human).pvalue),
         "n": int(len(human)),
     }
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import spearmanr
+
+from density_metric.correlation import spearman
 
 from .sets import PAPER_DENSITY, PUBLISHED
 
@@ -26,7 +27,7 @@ def plot_scatter(name: str, human, metric, path: Path, label: str) -> None:
     slope, intercept = np.polyfit(metric, human, 1)
     xs = np.linspace(metric.min(), metric.max(), 50)
     ax.plot(xs, slope * xs + intercept, color="C3")
-    rho = 100 * spearmanr(metric, human).statistic
+    rho = 100 * spearman(metric, human)
     ax.set(xlabel=label, ylabel="human score", title=f"{name}, all rows (Spearman {rho:.1f})")
     fig.tight_layout()
     fig.savefig(path)

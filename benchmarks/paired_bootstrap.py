@@ -8,9 +8,8 @@ bootstrap distribution, and ``density_metric.significance.percentile_ci`` its 95
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import rankdata
 
-from .system_level import pearson
+from density_metric.correlation import pearson, spearman
 
 
 def resampled_correlations(values: np.ndarray, human: np.ndarray, draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -27,5 +26,4 @@ def resampled_correlations(values: np.ndarray, human: np.ndarray, draws: np.ndar
     if values.shape != human.shape or values.ndim != 1:
         raise ValueError(f"values {values.shape} and human {human.shape} must be two (n,) arrays")
     metric, people = values[draws], human[draws]
-    spearman = pearson(rankdata(metric, axis=1), rankdata(people, axis=1))
-    return 100 * pearson(metric, people), 100 * spearman
+    return 100 * pearson(metric, people), 100 * spearman(metric, people)

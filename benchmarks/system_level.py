@@ -33,6 +33,7 @@ import time
 import numpy as np
 
 from density_metric import DensityScorer
+from density_metric.correlation import kendall_tau, pair_signs, pearson
 from train.judgments import JudgmentSet, apply_protocol, has_protocol
 
 from .baselines import available_columns
@@ -52,30 +53,9 @@ def system_means(values: np.ndarray, systems: np.ndarray) -> tuple[list[str], np
     return names.tolist(), means
 
 
-def _pair_signs(means: np.ndarray) -> np.ndarray:
-    """sign(m_i - m_j) over the pairs i < j of the last axis: (..., s(s-1)/2)."""
-    upper = np.triu_indices(means.shape[-1], k=1)
-    return np.sign(means[..., upper[0]] - means[..., upper[1]])
-
-
-def kendall_tau(metric: np.ndarray, human: np.ndarray) -> np.ndarray:
-    """Kendall tau-b between the last axes of ``metric`` and ``human`` (NaN where one is constant)."""
-    a, b = _pair_signs(np.asarray(metric, float)), _pair_signs(np.asarray(human, float))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (a * b).sum(-1) / np.sqrt((a * a).sum(-1) * (b * b).sum(-1))
-
-
-def pearson(metric: np.ndarray, human: np.ndarray) -> np.ndarray:
-    """Pearson r between the last axes (NaN where one is constant)."""
-    a = np.asarray(metric, float) - np.mean(metric, axis=-1, keepdims=True)
-    b = np.asarray(human, float) - np.mean(human, axis=-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (a * b).sum(-1) / np.sqrt((a * a).sum(-1) * (b * b).sum(-1))
-
-
 def pairwise_accuracy(metric: np.ndarray, human: np.ndarray) -> np.ndarray:
     """Share of system pairs whose order (sign of the difference of means) the metric and people share."""
-    return np.mean(_pair_signs(np.asarray(metric, float)) == _pair_signs(np.asarray(human, float)), axis=-1)
+    return np.mean(pair_signs(metric) == pair_signs(human), axis=-1)
 
 
 def bootstrap_means(

@@ -10,12 +10,11 @@ from scipy.stats import kendalltau, pearsonr
 from benchmarks.system_level import (
     bootstrap_means,
     evaluate_set,
-    kendall_tau,
     pairwise_accuracy,
-    pearson,
     system_level,
     system_means,
 )
+from density_metric.correlation import kendall_tau, pearson
 from train.judgments import JudgmentSet
 
 

@@ -5,7 +5,8 @@ import pytest
 from scipy.stats import pearsonr, spearmanr
 from sklearn.metrics import roc_auc_score
 
-from train.validation import auc, average_ranks, last_turn_overlap, pearson, spearman
+from density_metric.correlation import auc, average_ranks, pearson, spearman
+from train.validation import last_turn_overlap
 
 
 def test_auc_equals_scikit_learn_with_ties():

@@ -11,6 +11,7 @@ import time
 import numpy as np
 import torch
 
+from density_metric.correlation import auc, pearson, spearman
 from density_metric.features import rows_to_batch
 from density_metric.gaussian import GaussianAccumulator, GaussianStats
 
@@ -21,7 +22,7 @@ from .grounding_validation import group_metrics
 from .losses import recall_and_mrr
 from .negatives import KINDS, validation_candidates
 from .selection import required_metrics, selection_value
-from .validation import auc, last_turn_overlap, pearson, spearman
+from .validation import last_turn_overlap
 
 
 def encode_groups(tokenizer, config: TrainConfig, contexts, candidates) -> dict[str, torch.Tensor]:

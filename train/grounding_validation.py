@@ -53,10 +53,11 @@ from pathlib import Path
 
 import numpy as np
 
+from density_metric.correlation import auc, spearman
+
 from .corpora import PERSONA_PREFIX as PERSONA
 from .corpora import load_convai2
 from .data import normalise
-from .validation import auc, spearman
 
 DEFAULT_FILE = "../shared/data/convai2/valid_unused_by_benchmarks.txt"
 DEFAULT_PAIRS = 1200

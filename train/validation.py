@@ -19,8 +19,8 @@ After every evaluation, on the validation split (its first ``valid_limit`` pairs
   with the last context turn (:func:`last_turn_overlap`). A metric that rewards parrots follows it
   where people do not.
 
-Everything here is numpy; AUCs and rank correlations are checked against scikit-learn and scipy
-in the tests.
+The AUCs and correlations are :mod:`density_metric.correlation`'s (numpy; checked against scikit-learn and
+scipy in the tests), the one implementation that benchmarks/ uses too.
 """
 
 from __future__ import annotations
@@ -30,41 +30,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-
-def average_ranks(values: np.ndarray) -> np.ndarray:
-    """1-based ranks of ``values`` (n,), ties given their average rank."""
-    values = np.asarray(values, dtype=np.float64)
-    order = np.argsort(values, kind="stable")
-    sorted_values = values[order]
-    ranks = np.empty(len(values), dtype=np.float64)
-    starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
-    ends = np.r_[starts[1:], len(values)]
-    for start, end in zip(starts, ends):
-        ranks[order[start:end]] = (start + end + 1) / 2
-    return ranks
-
-
-def auc(positive: Sequence[float], negative: Sequence[float]) -> float:
-    """P(a positive outscores a negative), ties counted half (Mann-Whitney U / (n_pos n_neg))."""
-    positive, negative = np.asarray(positive, dtype=np.float64), np.asarray(negative, dtype=np.float64)
-    if not len(positive) or not len(negative):
-        return float("nan")
-    ranks = average_ranks(np.concatenate([positive, negative]))
-    u = ranks[: len(positive)].sum() - len(positive) * (len(positive) + 1) / 2
-    return float(u / (len(positive) * len(negative)))
-
-
-def pearson(x: Sequence[float], y: Sequence[float]) -> float:
-    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    x, y = x - x.mean(), y - y.mean()
-    denominator = np.sqrt((x * x).sum() * (y * y).sum())
-    return float((x * y).sum() / denominator) if denominator else float("nan")
-
-
-def spearman(x: Sequence[float], y: Sequence[float]) -> float:
-    return pearson(average_ranks(x), average_ranks(y))
-
 
 _WORD = re.compile(r"\w+")
 

@@ -12,9 +12,10 @@ import sys
 import numpy as np
 
 from benchmarks.checkpoints import named_checkpoints
+from density_metric.correlation import auc, spearman
 from density_metric.scoring import DensityScorer
 from train.corpora import load_convai2, response_pairs
-from train.validation import auc, last_turn_overlap, spearman
+from train.validation import last_turn_overlap
 
 PERSONA = "your persona:"
 

@@ -14,10 +14,10 @@ import sys
 import numpy as np
 
 from density_metric import DensityScorer
+from density_metric.correlation import spearman
 from density_metric.gaussian import GaussianAccumulator, GaussianStats
 from train.corpora import load_dailydialog, response_pairs
 from train.run import load_dev_judgments
-from train.validation import spearman
 
 POOL, DRAWS, FIT, SEEDS = 9000, 30, 3000, range(40, 50)
 

@@ -6,9 +6,10 @@ PYTHONPATH=. python results/experiments/gaussian-copy-direction/explore.py
 import numpy as np
 from grid import fisher_direction as fisher
 
+from density_metric.correlation import auc, pearson, spearman
 from density_metric.gaussian import mahalanobis
 from train.run import load_dev_judgments
-from train.validation import auc, last_turn_overlap, pearson, spearman
+from train.validation import last_turn_overlap
 
 F = dict(np.load("runs/copy-direction/features.npz"))
 dev = load_dev_judgments("../shared/data")

@@ -17,13 +17,14 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.checkpoints import named_checkpoints
+from density_metric.correlation import auc, pearson, spearman
 from density_metric.gaussian import mahalanobis
 from density_metric.scoring import DensityScorer
 from train.corpora import load_dailydialog, response_pairs_with_dialogues
 from train.data import SelectionData
 from train.negatives import validation_candidates
 from train.run import load_dev_judgments
-from train.validation import auc, last_turn_overlap, pearson, spearman
+from train.validation import last_turn_overlap
 
 DATA = "../shared/data/dailydialog"
 COPY_KINDS = ["echo", "speaker", "earlier"]

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from density_metric import DensityScorer
+from density_metric.correlation import auc, spearman
 from density_metric.features import Encoder
 from density_metric.gaussian import GaussianAccumulator, GaussianStats
 from density_metric.repetition import rep2
@@ -23,7 +24,6 @@ from train.corpora import load_dailydialog, response_pairs_with_dialogues
 from train.data import SelectionData
 from train.negatives import validation_candidates
 from train.run import load_dev_judgments
-from train.validation import auc, spearman
 
 CHECKPOINT = sys.argv[1] if len(sys.argv) > 1 else "density_metric/default"
 SEED, FIT, VALID = 43, 20_000, 500

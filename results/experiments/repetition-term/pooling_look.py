@@ -8,7 +8,7 @@ import importlib
 import numpy as np
 from scipy.stats import pearsonr
 
-from train.validation import auc, spearman
+from density_metric.correlation import auc, spearman
 
 # the folders are named with hyphens, which an import statement cannot spell
 _repetition_look = importlib.import_module("results.experiments.repetition-term.look")

@@ -9,8 +9,8 @@ import sys
 
 import numpy as np
 
+from density_metric.correlation import auc, spearman
 from density_metric.repetition import RepetitionTerm
-from train.validation import auc, spearman
 
 # the folders are named with hyphens, which an import statement cannot spell
 _repetition_look = importlib.import_module("results.experiments.repetition-term.look")
