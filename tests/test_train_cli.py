@@ -1,5 +1,6 @@
 """The training command line: its flags match the recipe, bad combinations are refused, packaging."""
 
+import argparse
 import dataclasses
 import re
 import subprocess
@@ -11,20 +12,64 @@ import pytest
 from density_metric.checkpoint_format import DensityConfig
 from density_metric.pair_format import PairFormat
 from train.__main__ import build_parser
-from train.config import TrainConfig
+from train.config import TrainConfig, flag_of
 from train.flags import config_from_args, pair_format_from
 
 
-def test_train_flags_default_to_the_recipes_defaults(tmp_path):
-    args = build_parser().parse_args(["train", "--out", str(tmp_path)])
+def _other_value(field, kind, choices):
+    """A value of the recipe field other than its default, as a flag's text, and that value."""
+    if choices:
+        value = next(choice for choice in choices if choice != field.default)
+        return value, value
+    if kind is str:
+        return "x-value", "x-value"
+    if kind is int:
+        return str(field.default + 3), field.default + 3
+    return "0.25", 0.25  # float, and float | None
+
+
+def test_each_recipe_field_has_one_flag_that_sets_it_alone(tmp_path):
+    """Every TrainConfig field (the pair format's apart) is set by its flag (flag_of) and only by it, to the
+    value given, converted to the field's type; a switch turns its field from the default to the other value."""
+    parser = build_parser()
+    [train] = [action for action in parser._actions if action.dest == "command"]
+    by_dest = {action.dest: action for action in train.choices["train"]._actions}
+    base = vars(parser.parse_args(["train", "--out", str(tmp_path)]))
     defaults = TrainConfig()
     for field in dataclasses.fields(TrainConfig):
         if field.name == "pair_format":
-            assert pair_format_from(args) == defaults.pair_format
-        elif field.name == "feature_only_last_layer":
-            assert (not args.full_last_layer) == defaults.feature_only_last_layer
+            assert pair_format_from(argparse.Namespace(**base)) == defaults.pair_format
+            continue
+        assert base[field.name] == getattr(defaults, field.name), field.name
+        flag = flag_of(field.name)
+        assert flag in by_dest[field.name].option_strings, field.name
+        if isinstance(field.default, bool):
+            given, value = [flag], not field.default
         else:
-            assert getattr(args, field.name) == getattr(defaults, field.name), field.name
+            kind = type(field.default) if field.default is not None else float
+            text, value = _other_value(field, kind, by_dest[field.name].choices)
+            given = [flag, text]
+        args = vars(parser.parse_args(["train", "--out", str(tmp_path), *given]))
+        assert args == {**base, field.name: value}, field.name
+        assert type(args[field.name]) is type(value), field.name
+    assert flag_of("feature_only_last_layer") == "--full-last-layer" and flag_of("dropout") == "--no-dropout"
+
+
+def test_the_recipe_flags_help_shows_each_fields_default():
+    [train] = [action for action in build_parser()._actions if action.dest == "command"]
+    text = " ".join(train.choices["train"].format_help().split())
+    for words in (
+        "--negatives NEGATIVES random negatives per context (default: 15)",
+        "--epochs EPOCHS default: 10",
+        "--contrastive-weight CONTRASTIVE_WEIGHT, --lam CONTRASTIVE_WEIGHT the paper's lambda: loss = CE + weight x "
+        "contrastive loss (default: 1.0)",
+        "--grounding-valid-pairs GROUNDING_VALID_PAIRS seeded golds of --grounding-valid, each scored with its echo "
+        "and 4 distractors (default 1200)",
+        "--copy-mix COPY_MIX kinds of the copies, weighted as --negative-mix (default echo:1,speaker:1,earlier:1,span:1)",
+        "--overlap-rows OVERLAP_ROWS contexts of each micro-batch drawn from pairs whose gold shares at least 30% of",
+        "--full-last-layer compute the last layer for every token (default: for the feature tokens only",
+    ):
+        assert words in text, words
 
 
 def test_training_without_the_card_template_stops_before_it_starts(tmp_path, monkeypatch, train_cli_error):

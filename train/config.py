@@ -1,5 +1,6 @@
 """The recipe of a training run (:class:`TrainConfig`) and its checks, and what may change when a run
-is resumed. The command-line flags that set it are in :mod:`train.flags`.
+is resumed. Each field carries its command-line flag (:func:`option`: help, group, choices);
+:mod:`train.flags` builds ``python -m train train``'s recipe flags from them.
 
 The run folder's ``state/trainer_state.json`` keeps the config the run started with; a resumed run
 must give the same recipe (:func:`check_resumable`), except for the flags of :data:`RESUMABLE_FLAGS`.
@@ -7,7 +8,7 @@ must give the same recipe (:func:`check_resumable`), except for the flags of :da
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from density_metric.pair_format import PairFormat
 
@@ -21,9 +22,12 @@ from .density_term import (
     MARGIN_AGAINST,
 )
 from .grounding import GroundingSpec
+from .grounding_validation import USES_LINES
 from .losses import CONTRASTIVE_AVERAGES
+from .negative_kinds import GOLD_KINDS
 from .negatives import KINDS, NegativeMix
 from .selection import parse_floor, required_metrics
+from .validation import OVERLAP_MIN
 
 LR_SCALINGS = ("none", "linear", "sqrt")  # how --lr follows the contexts a step (scaled_lr)
 REFERENCE_CONTEXTS = 16  # the contexts a step --lr is given for when it is scaled: the paper's batch
@@ -45,8 +49,16 @@ RESUMABLE_FLAGS = (
     "--estimator",
     "--weights-dtype",
 )
-# Fields whose flag is not "--" + the field's name with dashes (store_true flags say when they are on).
-_FLAGS = {"feature_only_last_layer": "--full-last-layer", "dropout": "--no-dropout"}
+MIXED_PRECISIONS = ("auto", "no", "bf16", "fp16")
+
+
+def option(default, help: str, group: str = "recipe", **flag):
+    """A recipe field and its ``python -m train train`` flag, written once: ``default``, the ``help`` of --help
+    (``%(default)s`` there is the default, as argparse writes it), the ``group`` of --help it is listed in (a key
+    of :data:`train.flags.GROUPS`), and what else ``add_argument`` takes (``choices``, ``metavar``, ``aliases``),
+    or ``flag``: its spelling where it is not ``--`` + the name with dashes. A bool field is a switch: it turns
+    the field on (default False) or, with its own ``flag``, off (default True)."""
+    return field(default=default, metadata={"help": help, "group": group, **flag})
 
 
 @dataclass
@@ -54,93 +66,230 @@ class TrainConfig:
     """The recipe. The defaults are the authors' DailyDialog settings: bert-base-uncased, 1 + 15
     candidates at 256 tokens, negatives sampled once with seed 42, 10 epochs of 16 contexts per
     step, AdamW at 5e-5 with 1,000 warm-up steps, and the contrastive loss at tau 0.1 and weight 1
-    averaged over the gold anchors (the paper's eq. 4)."""
+    averaged over the gold anchors (the paper's eq. 4). Each field's help is its flag's (:func:`option`),
+    which :func:`train.flags.add_recipe_arguments` builds the command line from."""
 
-    backbone: str = "bert-base-uncased"
-    pair_format: PairFormat = field(default_factory=PairFormat)
-    negatives: int = 15
-    resample_negatives: bool = False
-    negatives_seed: int = 42
-    epochs: int = 10
-    batch_size: int = 16  # contexts per micro-batch and process, each with 1 + negatives candidates
-    grad_accum: int = 1
-    lr: float = 5e-5
-    # How the learning rate follows the contexts a step C (scaled_lr): "none" (lr as given), "linear" (lr * C / 16)
-    # or "sqrt" (lr * sqrt(C / 16)); lr is then the rate at the paper's 16 contexts a step.
-    lr_scaling: str = "none"
-    weight_decay: float = 0.0
-    warmup_steps: int = 1000
-    max_grad_norm: float = 1.0
-    tau: float = 0.1  # temperature of the supervised contrastive loss
-    contrastive_weight: float = 1.0  # the paper's lambda: loss = CE + contrastive_weight * SCL
-    contrastive_average: str = "gold-anchors"  # "gold-anchors" (the paper) or "all-rows" (the authors' code)
-    # Negative kinds kept out of the contrastive term (still in the cross-entropy), e.g.
-    # "speaker,repeat,drop,shuffle": comma-separated; "" (the paper): none.
-    contrastive_exclude: str = ""
-    seed: int = 42
-    eval_batch_size: int = 32  # validation contexts per forward pass
-    valid_limit: int = 0  # validation pairs scored for Recall@1 after each epoch; 0: all
-    mixed_precision: str = "auto"  # "auto": bf16 on CUDA and on CPUs with native bf16, else "no"; or "no"/"bf16"/"fp16"
-    max_steps_per_epoch: int = 0  # 0: the whole epoch
-    save_every: int = 200  # optimizer steps between saves of state/ (also saved after every epoch)
-    # Savings that leave the loss as it is:
-    feature_only_last_layer: bool = True  # last layer computed for the feature tokens only
-    length_buckets: int = 0  # >0: windows of this many batches sorted by context length, batches shuffled
-    # A change to the model: attention-probability dropout (None: the backbone's own, 0.1 for BERTs).
-    attention_dropout: float | None = None
-    # Negatives (train/negatives.py): "random:1" is the authors' random negatives. With any other
-    # mix every negative, hard or random, is drawn afresh each epoch from negatives_seed + epoch.
-    negative_mix: str = "random:1"
-    # A curriculum: the first this-many optimizer steps draw random negatives only (from the same
-    # seed + epoch as the mix's random ones), then the mix. 0: the mix from the first step.
-    hard_negatives_after: int = 0
-    retrieval_index: str = ""  # safetensors from `python -m train retrieval-index`, for "retrieved"
-    # Validation (train/validation.py): kinds for per-kind AUCs ("all": every kind the data allows,
-    # "": none), training pairs the evaluation Gaussian is fitted on, evaluations per epoch, and
-    # the metric (higher is better) that picks best/.
-    validation_kinds: str = "all"
-    valid_fit_pairs: int = 4000
-    evals_per_epoch: int = 1
-    select_on: str = "recall_at_1"  # one metric, or several joined by "+" (their mean): train/selection.py
-    select_floor: str = ""  # "METRIC=VALUE": evaluations with METRIC below VALUE are never kept
-    valid_negatives: int = 0  # random candidates beside each validation gold for Recall@1; 0: ``negatives``
-    eval_at_start: bool = False  # evaluate the starting model too (logged as step 0): a fine-tune's baseline
-    # Fine-tuning: a DEnsity checkpoint (or a run's best/) whose encoder and head the run starts from.
-    init_from: str = ""
-    dropout: bool = True  # False: every dropout off (the density term wants features without it)
-    # The density term (train/density_term.py); weight 0: off. Each context also gets density_copies
-    # negatives of copy_mix's kinds, for this term and the contrastive term, never the cross-entropy.
-    density_weight: float = 0.0
-    density_margin: float = DEFAULT_MARGIN
-    margin_against: str = "gold"  # each copy against its own gold, or "bank": against every gold of the bank
-    density_copies: int = DEFAULT_COPIES
-    copy_mix: str = DEFAULT_COPY_MIX
-    bank_size: int = DEFAULT_BANK_SIZE
-    bank_shrinkage: float = DEFAULT_SHRINKAGE
-    anchor_weight: float = 1.0  # drift of the golds from the starting model's features (needs init_from)
-    anchor_negatives: bool = False  # the drift also of the cross-entropy's negatives, not only of the golds
-    # contexts per micro-batch drawn from the pairs whose gold shares >= OVERLAP_MIN of its words with the
-    # last context turn (replies that reuse the question's words, which people do not punish); 0: none
-    overlap_rows: int = 0
-    # Which golds those are: "last-turn" (as above) or "lines": golds whose content words overlap their context's
-    # grounding lines by >= USES_LINES (train/grounding_validation.py), replies that use their persona or knowledge.
-    overlap_source: str = "last-turn"
-    # Grounding (issue 50): grounded training contexts (train/grounding.py, e.g. "rate=0.5,used=2,distractors=2";
-    # "": off), the shared data folder whose benchmark sentences they never use, and the ConvAI2 file whose
-    # seeded golds every evaluation scores for the grounding signals (train/grounding_validation.py; "": none).
-    grounding: str = ""
-    grounding_exclude: str = ""
-    grounding_valid: str = ""
-    grounding_valid_pairs: int = 1200
-    # Grounded corpora (issue 55) whose held-out split every evaluation also scores as a grounding signal
-    # (grounding_<corpus>/..., e.g. "personachat,topical_chat"; "": none), and the corpus whose training golds
-    # fit a second evaluation Gaussian: every density metric is then also logged under it as plain/... ("": none),
-    # so that a gain of the encoder is told apart from a gain of the Gaussian.
-    grounded_valid: str = ""
-    plain_fit_corpus: str = ""
-    # Grounding lines read whole (PairFormat.keep_lines): in every training, validation and grounding context
-    # whose first turns are grounding lines, the oldest dialogue turns go before the lines do.
-    keep_lines: bool = False
+    backbone: str = option(
+        "bert-base-uncased", "encoder to fine-tune: a directory, a Hub id, or 'minilm' (offline all-MiniLM-L6-v2)"
+    )
+    pair_format: PairFormat = field(default_factory=PairFormat)  # its flags: train.flags.PAIR_FORMAT_FLAGS
+    negatives: int = option(15, "random negatives per context (default: %(default)s)")
+    resample_negatives: bool = option(
+        False, "draw new negatives every epoch (default: sampled once, as the authors did)"
+    )
+    negatives_seed: int = option(42, "seed of the negatives (default: %(default)s)")
+    epochs: int = option(10, "default: %(default)s")
+    batch_size: int = option(
+        16, "contexts per micro-batch and process, each with 1 + negatives candidates (default: %(default)s)"
+    )
+    grad_accum: int = option(1, "micro-batches per optimizer step (default: %(default)s)")
+    lr: float = option(5e-5, "AdamW learning rate (default: 5e-5)")
+    # How the learning rate follows the contexts a step C (scaled_lr); lr is then the rate at the paper's 16.
+    lr_scaling: str = option(
+        "none",
+        "how the learning rate follows the contexts a step C (--batch-size x --grad-accum x processes, "
+        f"{REFERENCE_CONTEXTS}-{MAX_CONTEXTS}): 'linear' trains at lr x C / {REFERENCE_CONTEXTS}, 'sqrt' at "
+        f"lr x sqrt(C / {REFERENCE_CONTEXTS}), --lr being the rate at {REFERENCE_CONTEXTS} contexts; "
+        "'none' (default): --lr as given",
+        choices=LR_SCALINGS,
+    )
+    weight_decay: float = option(0.0, "default: 0")
+    warmup_steps: int = option(1000, "linear warm-up steps (default: %(default)s)")
+    max_grad_norm: float = option(1.0, "gradient clipping (default: %(default)s)")
+    tau: float = option(0.1, "temperature of the contrastive loss (default: %(default)s)")
+    contrastive_weight: float = option(
+        1.0, "the paper's lambda: loss = CE + weight x contrastive loss (default: %(default)s)", aliases=("--lam",)
+    )
+    contrastive_average: str = option(
+        "gold-anchors",
+        "average the contrastive loss over the gold anchors (the paper, default) or over every row (the authors' code)",
+        choices=CONTRASTIVE_AVERAGES,
+    )
+    contrastive_exclude: str = option(
+        "",
+        "negative kinds kept out of the contrastive term (still in the cross-entropy), comma-separated, "
+        f"e.g. {','.join(kind for kind in KINDS if kind in GOLD_KINDS)}: the near-copies of the gold "
+        "(default: none, the paper)",
+        metavar="KINDS",
+    )
+    seed: int = option(42, "seed of the data order and the head (default: %(default)s)")
+    eval_batch_size: int = option(32, "validation contexts per forward pass")
+    valid_limit: int = option(0, "validation pairs scored for Recall@1 after each epoch (default 0: all)")
+    mixed_precision: str = option(
+        "auto", "'auto' (default): bf16 on CUDA and on CPUs with native bf16, else none", choices=MIXED_PRECISIONS
+    )
+    max_steps_per_epoch: int = option(0, "cut every epoch to this many optimizer steps (default 0: whole epochs)")
+    save_every: int = option(
+        200, "optimizer steps between saves of state/ (default: %(default)s; also after every epoch)"
+    )
+    # Savings that leave the loss as it is, and a change to the model (attention_dropout: None, the backbone's own).
+    feature_only_last_layer: bool = option(
+        True,
+        "compute the last layer for every token (default: for the feature tokens only; the same loss)",
+        "speed",
+        flag="--full-last-layer",
+    )
+    length_buckets: int = option(
+        0,
+        "sort each window of this many batches by context length, then shuffle the batches (default 0: off)",
+        "speed",
+    )
+    attention_dropout: float | None = option(
+        None, "attention-probability dropout (default: the backbone's, 0.1); 0 trains faster on CPU", "speed"
+    )
+    # Negatives (train/negatives.py): with any mix but "random:1" every negative, hard or random, is drawn afresh
+    # each epoch from negatives_seed + epoch; the curriculum's random ones from the same seeds.
+    negative_mix: str = option(
+        "random:1",
+        "weights of the negative kinds, e.g. random:8,same-dialogue:2,echo:1,speaker:1,repeat:1,drop:1,"
+        "retrieved:1 (default random:1: the authors' random negatives; any other mix draws every negative "
+        "afresh each epoch)",
+        "negatives",
+    )
+    hard_negatives_after: int = option(
+        0,
+        "a curriculum: random negatives only for the first STEPS optimizer steps, then the mix (default 0)",
+        "negatives",
+        metavar="STEPS",
+    )
+    retrieval_index: str = option("", "index of `python -m train retrieval-index`", "negatives")
+    # Validation (train/validation.py, train/evaluation.py) and the choice of best/ (train/selection.py).
+    validation_kinds: str = option(
+        "all",
+        "negative kinds for per-kind validation AUCs, comma-separated; all (default) or '' for none",
+        "negatives",
+    )
+    valid_fit_pairs: int = option(4000, "training pairs the evaluation Gaussian is fitted on", "negatives")
+    evals_per_epoch: int = option(1, "validation runs per epoch (default %(default)s)", "negatives")
+    select_on: str = option(
+        "recall_at_1",
+        "validation metric (higher is better) that picks best/, e.g. recall_at_1, zhao_dev_spearman, "
+        "auc_density/echo, or several joined by + for their mean (default %(default)s)",
+        "negatives",
+    )
+    select_floor: str = option(
+        "",
+        "METRIC=VALUE: evaluations whose METRIC is below VALUE are never kept in best/, "
+        "e.g. zhao_dev_spearman=52.36; or METRIC=start-OFFSET, relative to the run's step-0 evaluation "
+        "(with --eval-at-start), e.g. zhao_dev_spearman=start-1",
+        "negatives",
+    )
+    valid_negatives: int = option(
+        0, "random candidates beside each validation gold for Recall@1 (default 0: --negatives)", "negatives"
+    )
+    eval_at_start: bool = option(False, "evaluate the starting model too, logged as step 0", "negatives")
+    # Fine-tuning and the density term (train/density_term.py; weight 0: off). Each context also gets
+    # density_copies negatives of copy_mix's kinds, for this term and the contrastive term, never the cross-entropy.
+    init_from: str = option(
+        "",
+        "start from a DEnsity checkpoint's encoder, head and pair format (pair-format flags that "
+        "contradict it are refused): 'default' (the bundled release), a folder or a Hub repo id",
+        "density",
+        metavar="CHECKPOINT",
+    )
+    dropout: bool = option(True, "turn every dropout off (default: the backbone's)", "density", flag="--no-dropout")
+    density_weight: float = option(0.0, "weight of the density term's margin (default 0: off)", "density")
+    density_margin: float = option(
+        DEFAULT_MARGIN, f"how much farther out a copy must lie (default {DEFAULT_MARGIN:g})", "density"
+    )
+    margin_against: str = option(
+        "gold",
+        "gold: each copy must lie --density-margin beyond its own gold (default); bank: beyond every gold "
+        "of the bank, averaged (a hinge form of 1 - AUC)",
+        "density",
+        choices=MARGIN_AGAINST,
+    )
+    density_copies: int = option(DEFAULT_COPIES, "copies per context (default %(default)s)", "density")
+    copy_mix: str = option(
+        DEFAULT_COPY_MIX,
+        "kinds of the copies, weighted as --negative-mix (default %(default)s); a kind that "
+        "cannot make a copy falls back to a random utterance, which the margin leaves out",
+        "density",
+    )
+    bank_size: int = option(
+        DEFAULT_BANK_SIZE, "recent gold features whose Gaussian the term uses (default %(default)s)", "density"
+    )
+    bank_shrinkage: float = option(
+        DEFAULT_SHRINKAGE, f"shrinkage of the bank's covariance (default {DEFAULT_SHRINKAGE:g})", "density"
+    )
+    anchor_weight: float = option(
+        1.0, "weight of the golds' Mahalanobis drift from the --init-from model (default 1; 0: none)", "density"
+    )
+    # Contexts per micro-batch drawn from the golds of overlap_source (which people do not punish; 0: none):
+    # "last-turn", those sharing >= OVERLAP_MIN of their words with the last context turn, or "lines", those
+    # whose content words overlap their context's grounding lines by >= USES_LINES (persona or knowledge).
+    overlap_rows: int = option(
+        0,
+        f"contexts of each micro-batch drawn from pairs whose gold shares at least {OVERLAP_MIN:.0%}% of its words "
+        "with the last context turn (default 0: the plain shuffle)",
+        "density",
+    )
+    overlap_source: str = option(
+        "last-turn",
+        "the golds --overlap-rows draws from: those reusing the last turn's words (default), or 'lines': those "
+        f"using their grounding lines (content-word overlap >= {USES_LINES:g} with them; persona or knowledge chats)",
+        "density",
+        choices=OVERLAP_SOURCES,
+    )
+    anchor_negatives: bool = option(
+        False,
+        "hold the cross-entropy's negatives near the --init-from model's features too, not only the golds",
+        "density",
+    )
+    # Grounding (issue 50): grounded training contexts (train/grounding.py), the shared data folder whose benchmark
+    # sentences they never use, and the ConvAI2 file whose seeded golds every evaluation scores for the grounding
+    # signals (train/grounding_validation.py). Grounded corpora (issue 55): their held-out splits too, and a second
+    # evaluation Gaussian of one corpus's golds (plain/...), which tells a gain of the encoder from one of the
+    # Gaussian. keep_lines: the oldest dialogue turns go before the grounding lines do (PairFormat.keep_lines).
+    grounding: str = option(
+        "",
+        "grounded training contexts: 'your persona:' lines the gold uses (sentences of its corpus sharing "
+        "its rare content words) and distractors, before a share of the contexts, e.g. "
+        "rate=0.5,used=2,distractors=2 (default '': off); needs --grounding-exclude",
+        "grounding",
+        metavar="SPEC",
+    )
+    grounding_exclude: str = option(
+        "",
+        "shared data folder: grounding lines never use a sentence of its human-judgment sets or of "
+        "DailyDialog's validation and test dialogues",
+        "grounding",
+        metavar="DIR",
+    )
+    grounding_valid: str = option(
+        "",
+        "ConvAI2 file (e.g. ../shared/data/convai2/valid_unused_by_benchmarks.txt): every evaluation logs "
+        "grounding/* (persona and last-turn overlap Spearman, Recall@1, gold beats echo) on its seeded golds",
+        "grounding",
+        metavar="FILE",
+    )
+    grounding_valid_pairs: int = option(
+        1200,
+        "seeded golds of --grounding-valid, each scored with its echo and 4 distractors (default %(default)s)",
+        "grounding",
+    )
+    grounded_valid: str = option(
+        "",
+        "grounded corpora (personachat, topical_chat; comma-separated) whose held-out split every evaluation "
+        "scores like --grounding-valid, logged as grounding_<corpus>/*, up to --grounding-valid-pairs golds each; "
+        "needs each corpus's folder flag (--personachat, --topical-chat)",
+        "grounding",
+        metavar="CORPORA",
+    )
+    keep_lines: bool = option(
+        False,
+        "read grounding lines (persona or knowledge lines, first in a context) whole where they fit: drop the "
+        "oldest dialogue turns of a long context instead, never the last (training, validation and grounding "
+        "contexts; the checkpoint's scorer does not know it yet)",
+        "grounding",
+    )
+    plain_fit_corpus: str = option(
+        "",
+        "also log every density metric under a Gaussian of this corpus's training golds only, as plain/* "
+        "(e.g. dailydialog in a mixed run: is a gain the encoder's or the Gaussian's?)",
+        "grounding",
+        metavar="CORPUS",
+    )
 
     def __post_init__(self):
         if isinstance(self.pair_format, dict):  # as read back from trainer_state.json
@@ -216,7 +365,7 @@ class TrainConfig:
         unknown = [name for name in self.grounded_corpora if name not in GROUNDED_CORPORA]
         if unknown:
             raise ValueError(f"--grounded-valid: {unknown} are not grounded corpora; choose from {GROUNDED_CORPORA}")
-        if self.mixed_precision not in ("auto", "no", "bf16", "fp16"):
+        if self.mixed_precision not in MIXED_PRECISIONS:
             raise ValueError(f"mixed_precision must be 'auto', 'no', 'bf16' or 'fp16', got {self.mixed_precision!r}")
 
     @property
@@ -255,13 +404,18 @@ def scaled_lr(lr: float, contexts: int, lr_scaling: str) -> float:
     return lr
 
 
+# The fields whose flag is not "--" + the name with dashes, and of those the switches that turn a field off.
+_FLAGS = {f.name: f.metadata["flag"] for f in fields(TrainConfig) if "flag" in f.metadata}
+_OFF_SWITCHES = {f.name for f in fields(TrainConfig) if f.default is True}
+
+
 def flag_of(name: str) -> str:
     """The ``python -m train train`` flag of a TrainConfig (or PairFormat) field."""
     return _FLAGS.get(name, "--" + name.replace("_", "-"))
 
 
 def _flag_value(name: str, value) -> str:
-    if name in ("feature_only_last_layer", "dropout"):  # flags that turn something off
+    if name in _OFF_SWITCHES:  # switches say when they are on: --full-last-layer on is feature_only_last_layer off
         return "off" if value else "on"
     if isinstance(value, bool):
         return "on" if value else "off"
