@@ -27,17 +27,17 @@ import pandas as pd  # noqa: E402
 
 from density_metric import DensityScorer, resolve_checkpoint  # noqa: E402
 from density_metric.app_plots import differences_plot, distribution_plot  # noqa: E402
-from density_metric.compare_systems import compare_tables, read_system  # noqa: E402
-from density_metric.comparison_result import correction_text, flagged_cell, truncated_cell  # noqa: E402
-from density_metric.row_flags import FLOORED  # noqa: E402
-from density_metric.significance import (  # noqa: E402
+from density_metric.comparison.result import (  # noqa: E402
     ALPHA,
-    DEFAULT_RESAMPLES,
-    DEFAULT_SEED,
-    DEFAULT_TRIALS,
     TESTS,
+    correction_text,
+    flagged_cell,
     grid_cells,
+    truncated_cell,
 )
+from density_metric.comparison.significance import DEFAULT_RESAMPLES, DEFAULT_SEED, DEFAULT_TRIALS  # noqa: E402
+from density_metric.comparison.systems import compare_tables, read_system  # noqa: E402
+from density_metric.row_flags import FLOORED  # noqa: E402
 from density_metric.tables import (  # noqa: E402
     output_columns,
     raise_for_missing_column,

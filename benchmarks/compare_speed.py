@@ -9,7 +9,7 @@ over resamples; ``compare`` does every system and pair at once (one matrix produ
 Each side runs ``--repeats`` times and its best run counts.
 
 The loop counts a null statistic as ``compare`` does: when it is at least ``|delta| - tolerance``,
-the pair's tolerance ``3 max_i (rtol + n eps) (|a_i| + |b_i|)`` (``density_metric.significance``'s
+the pair's tolerance ``3 max_i (rtol + n eps) (|a_i| + |b_i|)`` (``density_metric.comparison.significance``'s
 docstring), computed here row by row. With that rule the p-values must be identical and the
 intervals equal to float rounding: the benchmark fails otherwise, and reports both largest
 differences. It also reports how far the tolerance moves a p-value, against the same loop with
@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from density_metric import compare
-from density_metric.significance import DEFAULT_SEED, SCORE_RTOL
+from density_metric.comparison.significance import DEFAULT_SEED, SCORE_RTOL
 
 from .command_line import check_counts, check_output
 

@@ -1,8 +1,9 @@
 """Paired bootstrap of correlations with human ratings: how far apart are two scoring rows on the same rows?
 
 Every row (a checkpoint's scores, or another scoring of the same checkpoint) is resampled with the same row
-indices (``density_metric.significance.bootstrap_indices``), so any difference of two rows' correlations has a
-bootstrap distribution, and ``density_metric.significance.percentile_ci`` its 95 % interval.
+indices (``density_metric.comparison.significance.bootstrap_indices``), so any difference of two rows'
+correlations has a bootstrap distribution, and ``density_metric.comparison.significance.percentile_ci`` its 95 %
+interval.
 """
 
 from __future__ import annotations

@@ -2,11 +2,12 @@
 
 from .checkpoint_format import Checkpoint, DensityConfig, load_checkpoint, save_checkpoint
 from .checkpoint_sources import resolve_checkpoint
+from .comparison.result import ComparisonResult
+from .comparison.significance import compare
 from .errors import CheckpointError
 from .gaussian import GaussianAccumulator, GaussianStats, calibrate, mahalanobis
 from .pair_format import PairFormat, encode_pairs, join_context
 from .scoring import DensityResult, DensityScorer, score
-from .significance import ComparisonResult, compare
 from .version import __version__
 
 __all__ = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .comparison_result import ALPHA, ComparisonResult
+from .comparison.result import ALPHA, ComparisonResult
 
 DASH = 4.0  # points: the dash of lines that share a place on the histogram
 

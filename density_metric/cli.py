@@ -1,6 +1,6 @@
 """Command line: ``python -m density_metric score INPUT -o OUTPUT`` (``-`` for standard input or output; or
 ``--contexts FILE --responses FILE``, line-aligned text), ``compare A B [C ...]`` (its run:
-:mod:`density_metric.cli_compare`; its tables and statistics: :mod:`density_metric.compare_systems`) and ``install``.
+:mod:`density_metric.comparison.command`; its tables and statistics: :mod:`density_metric.comparison`) and ``install``.
 
 Arguments, the torchrun start-up (one process group, one device per rank) and messages live here;
 tables are read, checked, scored and written by :mod:`density_metric.tables`. A problem with the
@@ -32,20 +32,20 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from .cli_compare import compare_command
-from .errors import fail, positive_int, read_or_fail
-from .outputs import same_file
-from .row_flags import FLOORED, warn_flags
-from .signature import SCORE_DEFINING_WORDS
-from .significance import (
+from .comparison.command import compare_command
+from .comparison.result import TESTS
+from .comparison.significance import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     DEFAULT_TRIALS,
-    TESTS,
     bootstrap_blocks,
     percentile_ci,
     resampled_means,
 )
+from .errors import fail, positive_int, read_or_fail
+from .outputs import same_file
+from .row_flags import FLOORED, warn_flags
+from .signature import SCORE_DEFINING_WORDS
 from .tables import (
     FORMATS,
     STDIN,
@@ -193,7 +193,7 @@ def _write(output: Path, fmt: str, records: list[dict[str, Any]], columns: list[
 
 def system_score(field: str, scores: np.ndarray, flags: Sequence[Sequence[str]]) -> str:
     """One line: the mean of the rows' scores, (n,) float64, and its 95 % bootstrap percentile interval, by the
-    bootstrap of ``compare`` (:mod:`density_metric.significance`: its resamples and seed). Floored rows count."""
+    bootstrap of ``compare`` (:mod:`density_metric.comparison.significance`: its resamples and seed). Floored rows count."""
     lower, upper = percentile_ci(resampled_means(scores[:, None], bootstrap_blocks(len(scores))))[0]
     floored = sum(1 for row in flags if FLOORED.intersection(row))
     return (

@@ -295,11 +295,11 @@ class DensityScorer:
                 each other system is tested against it alone; default None, every pair).
 
         Returns:
-            A :class:`~density_metric.significance.ComparisonResult`: per system the mean score, its
+            A :class:`~density_metric.ComparisonResult`: per system the mean score, its
             95 % interval, the mean calibrated score and the degenerate and truncated rows; per pair tested the
             difference, its interval and p-values, raw and Holm-corrected over the pairs tested.
         """
-        from .compare_systems import compare_responses
+        from .comparison.systems import compare_responses
 
         return compare_responses(self, contexts, systems, **options)
 

@@ -7,8 +7,9 @@ import json
 import pytest
 import torch
 
-from density_metric import cli_compare, distributed
+from density_metric import distributed
 from density_metric.cli import main
+from density_metric.comparison import command
 
 from .test_cli import ROWS, error_line, read_jsonl, run, write_jsonl
 from .test_compare import BAD, GOOD, run_compare, system_rows
@@ -17,8 +18,8 @@ from .test_compare import BAD, GOOD, run_compare, system_rows
 def nothing_is_scored(monkeypatch):
     """Make scoring (score's and compare's) and compare's reading fail the test: a refusal comes before them."""
     monkeypatch.setattr(distributed, "score_distributed", lambda *a, **k: pytest.fail("scored before the refusal"))
-    monkeypatch.setattr(cli_compare, "compare_tables", lambda *a, **k: pytest.fail("compared before the refusal"))
-    monkeypatch.setattr(cli_compare, "read_system", lambda *a, **k: pytest.fail("read a system before the refusal"))
+    monkeypatch.setattr(command, "compare_tables", lambda *a, **k: pytest.fail("compared before the refusal"))
+    monkeypatch.setattr(command, "read_system", lambda *a, **k: pytest.fail("read a system before the refusal"))
 
 
 @pytest.fixture

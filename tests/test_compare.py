@@ -8,7 +8,7 @@ import pytest
 
 from density_metric import compare
 from density_metric.cli import main
-from density_metric.comparison_result import flagged_cell
+from density_metric.comparison.result import flagged_cell
 
 from .test_cli import error_line, run, write_jsonl
 
@@ -265,9 +265,9 @@ def test_too_few_rows_are_warned_about_in_the_printed_output(tiny_checkpoint, tw
 def test_a_json_path_that_cannot_be_written_is_an_error_before_anything_is_scored(
     tiny_checkpoint, two_systems, tmp_path, capsys, monkeypatch
 ):
-    from density_metric import cli_compare
+    from density_metric.comparison import command
 
-    monkeypatch.setattr(cli_compare, "compare_tables", lambda *a, **k: pytest.fail("scored before --json was checked"))
+    monkeypatch.setattr(command, "compare_tables", lambda *a, **k: pytest.fail("scored before --json was checked"))
     (tmp_path / "file").write_text("")
     out = tmp_path / "file" / "out.json"
     line = error_line(capsys, run_compare, tiny_checkpoint, *two_systems, "--json", out)
@@ -390,7 +390,7 @@ def test_the_compare_command_tests_each_system_against_a_baseline(tiny_checkpoin
 
 
 def test_an_unknown_baseline_is_an_error_naming_it_and_the_systems_before_anything_is_scored(tiny_scorer, tmp_path):
-    from density_metric.compare_systems import compare_tables, read_system
+    from density_metric.comparison.systems import compare_tables, read_system
 
     write_jsonl(tmp_path / "good.jsonl", system_rows(GOOD))
     write_jsonl(tmp_path / "bad.jsonl", system_rows(BAD))
@@ -405,7 +405,7 @@ def test_an_unknown_baseline_is_an_error_naming_it_and_the_systems_before_anythi
         def score(self, *args, **kwargs):
             pytest.fail("scored before the baseline was checked")
 
-    from density_metric.compare_systems import compare_responses
+    from density_metric.comparison.systems import compare_responses
 
     with pytest.raises(ValueError, match=expected):
         compare_responses(Unscored(), CONTEXTS, {"good": GOOD, "bad": BAD}, baseline="base")

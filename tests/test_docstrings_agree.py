@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from density_metric import compare_systems, row_flags, signature
+from density_metric import row_flags, signature
+from density_metric.comparison import systems
 from density_metric.results import DensityResult
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,24 +25,24 @@ def test_the_docstrings_of_the_floor_name_every_floored_flag(flag):
     assert named(floored_part, f"``{flag}``"), floored_part
 
 
-def signed(name: str, **fields: str) -> compare_systems.SystemTable:
+def signed(name: str, **fields: str) -> systems.SystemTable:
     base = {"checkpoint": "org/a@sha256:1111", "max_length": "256", "dtype": "float32", "floor": "v2"}
     signature = "|".join(f"{key}={value}" for key, value in {**base, "specials": "text", **fields}.items())
-    return compare_systems.SystemTable(name, Path(f"{name}.jsonl"), [], np.zeros(0), signature=signature)
+    return systems.SystemTable(name, Path(f"{name}.jsonl"), [], np.zeros(0), signature=signature)
 
 
 @pytest.mark.parametrize("field", signature.SCORE_DEFINING_FIELDS)
 def test_check_same_scorer_names_every_score_defining_field(field):
     other = {field: "org/b@sha256:2222" if field == "checkpoint" else "other"}
     with pytest.raises(ValueError) as error:
-        compare_systems.check_same_scorer([signed("a"), signed("b", **other)])
+        systems.check_same_scorer([signed("a"), signed("b", **other)])
     message = str(error.value)
     assert f"({field} " in message  # the field that differs
     advice = message[message.index("score every file") :]
     for name in signature.SCORE_DEFINING_FIELDS:  # and what must agree: all of them
         assert named(advice, name), (name, advice)
-        assert named(compare_systems.check_same_scorer.__doc__, name), name
-        assert named(compare_systems.__doc__, name), name
+        assert named(systems.check_same_scorer.__doc__, name), name
+        assert named(systems.__doc__, name), name
 
 
 def test_compares_help_names_every_score_defining_field():

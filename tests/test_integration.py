@@ -177,7 +177,7 @@ def test_the_bundled_release_scores_as_before_the_hardening_round(default_scorer
 def test_emptying_every_reply_of_a_system_no_longer_wins_and_is_warned_about(default_scorer):
     """Issue 56: with every reply of examples/attentive.jsonl emptied, compare ranked that system above attentive
     and called it significantly better than generic."""
-    from density_metric.compare_systems import compare_tables, read_system
+    from density_metric.comparison.systems import compare_tables, read_system
 
     systems = [read_system(ROOT / "examples" / f"{name}.jsonl") for name in ("attentive", "generic")]
     emptied = read_system(ROOT / "examples" / "attentive.jsonl", name="emptied")

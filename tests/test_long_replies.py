@@ -9,10 +9,10 @@ import pytest
 
 from density_metric import DensityScorer, compare
 from density_metric.cli import main
-from density_metric.compare_systems import SystemTable, check_same_scorer
+from density_metric.comparison.significance import compare as compare_scores
+from density_metric.comparison.systems import SystemTable, check_same_scorer
 from density_metric.length_options import with_lengths
 from density_metric.pair_format import PairFormat
-from density_metric.significance import compare as compare_scores
 
 from .test_cli import error_line, read_jsonl, run, write_jsonl
 
@@ -138,7 +138,7 @@ def test_compare_counts_truncated_rows_per_system_and_warns_in_the_report_and_th
 
 
 def test_truncated_rows_of_a_table_written_before_the_caps_were_told_apart_still_compare(tmp_path):
-    from density_metric.compare_systems import compare_tables, read_system
+    from density_metric.comparison.systems import compare_tables, read_system
 
     signature = "density_metric=0.1.0|checkpoint=org/a@sha256:1|max_length=256|dtype=float32|floor=v2|specials=text"
     for name, flags in (("a", [["truncated"], [], [], []]), ("b", [[], [], [], []])):

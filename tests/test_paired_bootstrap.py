@@ -5,7 +5,7 @@ import pytest
 from scipy.stats import pearsonr, spearmanr
 
 from benchmarks.paired_bootstrap import resampled_correlations
-from density_metric.significance import bootstrap_indices
+from density_metric.comparison.significance import bootstrap_indices
 
 
 def test_resampled_correlations_are_scipys_on_each_resample_ties_included():

@@ -1,4 +1,4 @@
-"""Paired significance tests (density_metric.significance) against a plain float64 loop and scipy."""
+"""Paired significance tests (density_metric.comparison.significance) against a plain float64 loop and scipy."""
 
 import itertools
 
@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from density_metric import compare
-from density_metric.significance import bootstrap_indices
+from density_metric.comparison.significance import bootstrap_indices
 
 
 def systems(n=400, shift=0.0, noise=1.0, seed=0):
@@ -83,7 +83,7 @@ def assert_same_report(actual, expected, rel: float = 1e-12) -> None:
 def test_swap_blocks_draw_the_same_swaps_as_one_matrix(monkeypatch):
     """Many small blocks of the randomization matrix give sacrebleu's single draw: another draw
     would move the p-values and intervals by far more than the 1e-12 allowed."""
-    from density_metric import significance
+    from density_metric.comparison import significance
 
     a, b = systems(n=77, shift=0.1, seed=4)
     whole = compare([a, b], resamples=50, trials=500, seed=1)
@@ -105,7 +105,7 @@ def test_bootstrap_indices_are_sacrebleus_draw():
 def test_bootstrap_blocks_are_sacrebleus_draw_in_small_blocks(monkeypatch, n):
     """Blocks of 3 rows (odd numbers of entries included) drawn one after the other are sacrebleu's one matrix,
     and no block holds more than about _CHUNK_VALUES entries."""
-    from density_metric import significance
+    from density_metric.comparison import significance
 
     monkeypatch.setattr(significance, "_CHUNK_VALUES", 3 * n)
     blocks = list(significance.bootstrap_blocks(n, 20, seed=7))
@@ -115,7 +115,7 @@ def test_bootstrap_blocks_are_sacrebleus_draw_in_small_blocks(monkeypatch, n):
 
 
 def test_resampled_means_of_blocks_equal_a_plain_loop(monkeypatch):
-    from density_metric import significance
+    from density_metric.comparison import significance
 
     scores = np.random.default_rng(3).normal(size=(41, 2))
     expected = np.array([[scores[row, j].mean() for j in range(2)] for row in bootstrap_indices(41, 30, seed=5)])
@@ -296,7 +296,8 @@ def brute_force_smallest_p(n: int, trials: int, seed: int) -> float:
 
 @pytest.mark.parametrize("trials, seed", [(10000, 12345), (300, 7)])
 def test_smallest_significant_n_agrees_with_brute_force_enumeration(trials, seed):
-    from density_metric.significance import ALPHA, smallest_randomization_p, smallest_significant_n
+    from density_metric.comparison.result import ALPHA
+    from density_metric.comparison.significance import smallest_randomization_p, smallest_significant_n
 
     smallest_n = smallest_significant_n(trials, seed)
     for n in range(1, smallest_n + 1):
@@ -306,20 +307,20 @@ def test_smallest_significant_n_agrees_with_brute_force_enumeration(trials, seed
 
 
 def test_the_default_test_reaches_significance_from_six_rows():
-    from density_metric.significance import smallest_significant_n
+    from density_metric.comparison.significance import smallest_significant_n
 
     assert smallest_significant_n() == 6  # at n = 5 about 2/32 of the trials tie the observed difference
 
 
 def test_too_few_trials_never_reach_significance():
-    from density_metric.significance import smallest_significant_n
+    from density_metric.comparison.significance import smallest_significant_n
 
     assert smallest_significant_n(trials=19) is None  # p >= 1 / 20
 
 
 @pytest.mark.parametrize("test", ["ar", "bs"])
 def test_comparing_fewer_rows_than_can_reach_significance_warns_naming_the_smallest_n(test, caplog):
-    with caplog.at_level("WARNING", logger="density_metric.significance"):
+    with caplog.at_level("WARNING", logger="density_metric.comparison.significance"):
         result = compare({"a": [1.0], "b": [0.0]}, test=test)
     assert len(result.warnings) == 1 and "1 row" in result.warnings[0] and "at least 6 rows" in result.warnings[0]
     assert result.warnings[0] in caplog.text
@@ -347,7 +348,7 @@ def naive_holm(p_values):
 
 
 def test_holm_matches_its_definition():
-    from density_metric.significance import holm
+    from density_metric.comparison.significance import holm
 
     rng = np.random.default_rng(3)
     for m in (1, 2, 5, 17):

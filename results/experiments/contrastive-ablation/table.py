@@ -22,7 +22,7 @@ from scipy.stats import pearsonr, spearmanr
 
 from benchmarks.meta_report import histogram_panel
 from benchmarks.paired_bootstrap import resampled_correlations
-from density_metric.significance import bootstrap_indices, percentile_ci
+from density_metric.comparison.significance import bootstrap_indices, percentile_ci
 from train.judgments import apply_protocol, load_sets
 
 HERE = Path(__file__).resolve().parent

@@ -9,7 +9,7 @@ release that was bundled until the soup of four replaced it; results/checkout_bu
 Scores the `paper` protocol's 640 test rows (with a first argument --protocol=dev: the 160 validation rows) as
 benchmarks.human_correlation does (persona/fact lines first, float32 on the CPU) with each checkpoint; the
 correlations reproduce that report's. Then it resamples the rows 10,000 times (seed 0), the same rows for every
-checkpoint (density_metric.significance's bootstrap and percentile interval): the 95 % interval of each
+checkpoint (density_metric.comparison.significance's bootstrap and percentile interval): the 95 % interval of each
 checkpoint's Pearson and Spearman minus the first one's. It decides nothing: it sizes the noise of a floor.
 """
 
@@ -21,7 +21,7 @@ from scipy.stats import pearsonr, spearmanr
 from benchmarks.checkpoints import named_checkpoints
 from benchmarks.paired_bootstrap import resampled_correlations
 from density_metric import DensityScorer
-from density_metric.significance import bootstrap_indices, percentile_ci
+from density_metric.comparison.significance import bootstrap_indices, percentile_ci
 from train.judgments import apply_protocol, context_of, load_sets
 
 RESAMPLES = 10_000

@@ -8,15 +8,15 @@ compared only if one checkpoint scored them all: the ``{score field}_signature``
 writes must agree in every row of every file on the fields that define a score, :data:`~density_metric.signature.SCORE_DEFINING_FIELDS`:
 the checkpoint (by its revision), max_length, max_response_length, dtype, floor and specials (:func:`check_same_scorer`; a file without
 that column is compared with a warning). The statistics
-are :func:`density_metric.significance.compare`'s.
+are :func:`density_metric.comparison.significance.compare`'s.
 
 Each system's flagged rows (:mod:`density_metric.row_flags`: empty, unreadable, punctuation-only replies and
 truncated pairs, whose scores mean little) are counted (:func:`report_flags`): from the scores when the tables are
 scored here, from the ``{score field}_flags`` column when they carry stored scores (unknown without it). A system
 with more flagged rows than the others is warned about.
 
-The command line lives in :mod:`density_metric.cli`. This module imports neither it nor
-:mod:`density_metric.scoring` (a scorer is anything with ``score`` and ``signature``), so no two
+The command's run is :mod:`density_metric.comparison.command`, its options are :mod:`density_metric.cli`'s. This
+module imports none of them, nor :mod:`density_metric.scoring` (a scorer is anything with ``score`` and ``signature``), so no two
 modules import each other.
 """
 
@@ -32,10 +32,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .row_flags import FLAGS, FLOORED, NON_LATIN, TRUNCATED, TRUNCATED_CONTEXT, TRUNCATED_REPLY, count_flags
-from .signature import SCORE_DEFINING_WORDS, Signature
-from .significance import ComparisonResult, check_baseline, compare
-from .tables import Row, raise_for_bad_rows, read_table
+from ..row_flags import FLAGS, FLOORED, NON_LATIN, TRUNCATED, TRUNCATED_CONTEXT, TRUNCATED_REPLY, count_flags
+from ..signature import SCORE_DEFINING_WORDS, Signature
+from ..tables import Row, raise_for_bad_rows, read_table
+from .result import ComparisonResult
+from .significance import check_baseline, compare
 
 logger = logging.getLogger(__name__)
 
@@ -252,7 +253,7 @@ def compare_tables(
 
     ``scorer_factory()`` returns the DensityScorer; it is called only if the tables need scoring. ``baseline``: a
     system's name; each other system is then tested against it alone, else every pair (Holm-corrected either way:
-    :func:`density_metric.significance.compare`). ``options``: that function's others (``test``, ``seed``...).
+    :func:`density_metric.comparison.significance.compare`). ``options``: that function's others (``test``, ``seed``...).
 
     Raises:
         ValueError: some tables have stored scores and others not (:func:`check_all_or_none_stored`), stored

@@ -1,6 +1,6 @@
-"""What :func:`density_metric.significance.compare` returns, and the tables ``compare`` prints from it.
+"""What :func:`density_metric.comparison.significance.compare` returns, and the tables ``compare`` prints from it.
 
-The statistics are :mod:`density_metric.significance`'s; this module holds the result (per system, per pair,
+The statistics are :mod:`density_metric.comparison.significance`'s; this module holds the result (per system, per pair,
 the signature and the warnings) and its text: the per-system table, comet-compare's pairwise grid, and a line
 per pair with its verdict.
 """
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .row_flags import FLOORED, TRUNCATED_CONTEXT, TRUNCATED_REPLY
+from ..row_flags import FLOORED, TRUNCATED_CONTEXT, TRUNCATED_REPLY
 
 TESTS = {"bs": "paired bootstrap", "ar": "approximate randomization"}
 ALPHA = 0.05  # a pair is significant at p < ALPHA
@@ -28,7 +28,7 @@ class ComparisonResult:
             (None when no calibrated scores were given); from ``DensityScorer.compare`` and the ``compare``
             command also ``flagged`` (rows whose reply is degenerate: empty, unreadable or without a letter or
             digit), ``truncated`` (rows the encoder read only in part, counted apart) and ``flag_counts``
-            (``{flag: rows}``), all None where unknown (:func:`density_metric.compare_systems.report_flags`).
+            (``{flag: rows}``), all None where unknown (:func:`density_metric.comparison.systems.report_flags`).
         pairs: one dict per pair (a, b) tested: every pair, a before b in input order, or with a baseline each
             other system as a and the baseline as b; ``a``, ``b``, ``delta``
             (mean(a) - mean(b)), ``ci`` (its paired-bootstrap 95 % interval), ``p_value`` (of

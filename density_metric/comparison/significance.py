@@ -68,29 +68,22 @@ from typing import Any
 
 import numpy as np
 
-# The result and its tables are re-exported here: density_metric.significance.ComparisonResult and its siblings.
-from .comparison_result import ALPHA, TESTS, ComparisonResult, grid_cells, pairwise_grid, system_table
-from .errors import positive_int
-from .signature import Signature
+from ..errors import positive_int
+from ..signature import Signature
+from .result import ALPHA, TESTS, ComparisonResult
 
 __all__ = [
-    "ALPHA",
-    "TESTS",
-    "ComparisonResult",
     "bootstrap_blocks",
     "bootstrap_indices",
     "check_baseline",
     "compare",
     "holm",
-    "grid_cells",
     "p_value",
-    "pairwise_grid",
     "percentile_ci",
     "randomized_differences",
     "resampled_means",
     "smallest_randomization_p",
     "smallest_significant_n",
-    "system_table",
 ]
 
 logger = logging.getLogger(__name__)

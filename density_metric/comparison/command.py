@@ -1,5 +1,5 @@
-"""The ``compare`` command's run (its options: :func:`density_metric.cli.add_compare_command`): the system tables
-read and checked, scored where they have no scores, compared (:mod:`density_metric.compare_systems`), the report
+"""The ``compare`` command's run (its options: ``add_compare_command`` in :mod:`density_metric.cli`): the system tables
+read and checked, scored where they have no scores, compared (:mod:`density_metric.comparison.systems`), the report
 printed and, with ``--json``, written whole or not at all. A problem is one ``error: ...`` line and exit code 2.
 """
 
@@ -15,16 +15,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .compare_systems import compare_tables, read_system
-from .errors import fail, read_or_fail
-from .outputs import check_output_path, output_target, same_file, temporary_path
+from ..errors import fail, read_or_fail
+from ..outputs import check_output_path, output_target, same_file, temporary_path
+from .systems import compare_tables, read_system
 
 logger = logging.getLogger("density_metric")
 
 REPORT_MAX_BYTES = 64 << 20  # a compare --json report is far smaller: a larger file is no report
 
 # The loggers whose warnings ComparisonResult.warnings carries (the small-sample and the degenerate-replies ones).
-WARNINGS_IN_REPORT = ("density_metric.significance", "density_metric.compare_systems")
+WARNINGS_IN_REPORT = ("density_metric.comparison.significance", "density_metric.comparison.systems")
 
 
 @contextlib.contextmanager
@@ -84,7 +84,7 @@ def compare_command(args: argparse.Namespace) -> int:
         systems.append(read_or_fail(path, read))
 
     def scorer_factory():
-        from .scoring import DensityScorer
+        from ..scoring import DensityScorer
 
         return DensityScorer(
             args.checkpoint,
