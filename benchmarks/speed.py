@@ -22,6 +22,7 @@ import torch
 
 from density_metric import DensityScorer
 from density_metric.backbone import load_backbone
+from density_metric.correlation import spearman
 from density_metric.features import machine_description
 from density_metric.pair_format import join_context
 
@@ -112,12 +113,7 @@ def encoder_flops(scorer: DensityScorer, contexts, responses) -> float:
     return total
 
 
-def main(argv=None) -> None:
-    # Imported here: the functions above serve benchmarks.device_check, where datasets may not import.
-    from train.corpora import load_dailydialog, response_pairs
-
-    from .command_line import check_checkpoint, check_counts, check_dailydialog, check_output
-
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.speed")
     parser.add_argument(
         "--data-dir",
@@ -140,7 +136,13 @@ def main(argv=None) -> None:
         help="also time rank(context, K candidates) against score() on the same pairs, for --rank-contexts contexts",
     )
     parser.add_argument("--rank-contexts", type=int, default=50)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _checked_data(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    """The checks of the command line, before any work; the DailyDialog test folder they found."""
+    from .command_line import check_checkpoint, check_counts, check_dailydialog, check_output
+
     check_counts(parser, args, "--pairs", "--naive-pairs", "--batch-size", "--repeats", "--rank-contexts")
     check_counts(parser, args, "--rank", least=0)
     if args.rank > args.pairs:  # each context's candidates are drawn without replacement from the pairs' replies
@@ -150,6 +152,76 @@ def main(argv=None) -> None:
     check_output(parser, "--json", args.json)
     dailydialog = check_dailydialog(parser, args.data_dir, "test")
     check_checkpoint(parser, args.checkpoint)
+    return dailydialog
+
+
+def device_entry(args: argparse.Namespace, device: str, contexts, responses, naive_n: int) -> dict:
+    """One device's rates (the naive loop's, the scorer's in fp32 and bf16), how far they agree, and with --rank
+    rank()'s rate."""
+    fp32 = DensityScorer(args.checkpoint, device=device, dtype="float32", batch_size=args.batch_size, progress=False)
+    bf16 = DensityScorer(args.checkpoint, device=device, dtype="bfloat16", batch_size=args.batch_size, progress=False)
+    # Pairs that neither cap cuts (total length nor response length): the naive loop reads them alike.
+    _, cut = fp32.encoder.pair_format.encode_with_cuts(fp32.encoder.tokenizer, contexts, responses)
+    whole = ~np.array(cut)
+    fp32.score(contexts[:8], responses[:8])  # warm-up
+    bf16.score(contexts[:8], responses[:8])
+    model = plain_model(fp32)
+    outputs, seconds = timed_interleaved(
+        {
+            "naive": functools.partial(naive_scores, fp32, model, contexts[:naive_n], responses[:naive_n]),
+            "fp32": functools.partial(fp32.score, contexts, responses),
+            "bf16": functools.partial(bf16.score, contexts, responses),
+        },
+        args.repeats,
+    )
+    (naive, t_naive), (ours32, t32), (ours16, t16) = ((outputs[k], seconds[k]) for k in ("naive", "fp32", "bf16"))
+    entry = {
+        "naive_fp32_pairs_per_s": naive_n / t_naive,
+        "scorer_fp32_pairs_per_s": len(responses) / t32,
+        "scorer_bf16_pairs_per_s": len(responses) / t16,
+        # Compared only where nothing is truncated: the naive loop cuts the other end, like the authors' code.
+        # It reads pairs in the paper layout and scores the density alone, so for another layout or a
+        # checkpoint with the repetition term it is a timing baseline only (the shared-context layout's
+        # packed-equals-alone check is in tests/test_shared_context.py, the term's in tests/test_repetition.py).
+        "naive_vs_scorer_max_abs_diff": (
+            float(np.abs(naive - ours32.scores[:naive_n])[whole[:naive_n]].max())
+            if fp32.encoder.pair_format.layout == "paper" and fp32.stats.repetition is None
+            else None
+        ),
+        "bf16_vs_fp32_spearman": spearman(ours16.scores, ours32.scores),
+        "bf16_vs_fp32_max_abs_calibrated_diff": float(np.abs(ours16.calibrated - ours32.calibrated).max()),
+    }
+    if device == "cuda":
+        floor = encoder_flops(fp32, contexts, responses) / (args.peak_tflops * 1e12)
+        entry["bf16_share_of_arithmetic_floor"] = floor / t16
+    if args.rank:
+        entry["rank"] = rank_speed(fp32, contexts[: args.rank_contexts], responses, args.rank, args.repeats)
+    return entry
+
+
+def table_rows(device: str, entry: dict, rank: int) -> list[str]:
+    """The markdown rows of one device's :func:`device_entry`: pairs a second and the ratio to the naive loop."""
+    naive_rate = entry["naive_fp32_pairs_per_s"]
+    rows = []
+    for name, rate in (
+        ("naive per-pair loop, fp32", naive_rate),
+        ("DensityScorer, fp32", entry["scorer_fp32_pairs_per_s"]),
+        ("DensityScorer, bf16 autocast", entry["scorer_bf16_pairs_per_s"]),
+    ):
+        rows.append(f"| {device} | {name} | {rate:.1f} | {rate / naive_rate:.2f}x |")
+    if rank:
+        rate = entry["rank"]["rank_candidates_per_s"]
+        rows.append(f"| {device} | rank(), {rank} candidates a context, fp32 | {rate:.1f} | {rate / naive_rate:.2f}x |")
+    return rows
+
+
+def main(argv=None) -> None:
+    # Imported here: the functions above serve benchmarks.device_check, where datasets may not import.
+    from train.corpora import load_dailydialog, response_pairs
+
+    parser = _parser()
+    args = parser.parse_args(argv)
+    dailydialog = _checked_data(parser, args)
 
     contexts, responses = response_pairs(load_dailydialog(dailydialog, "test"))
     pick = np.random.default_rng(0).choice(len(responses), size=min(args.pairs, len(responses)), replace=False)
@@ -162,63 +234,8 @@ def main(argv=None) -> None:
         {"torch_threads": torch.get_num_threads(), "machine": machine_description("cpu")},
     )
     for device in devices:
-        fp32 = DensityScorer(
-            args.checkpoint, device=device, dtype="float32", batch_size=args.batch_size, progress=False
-        )
-        bf16 = DensityScorer(
-            args.checkpoint, device=device, dtype="bfloat16", batch_size=args.batch_size, progress=False
-        )
-        # Pairs that neither cap cuts (total length nor response length): the naive loop reads them alike.
-        _, cut = fp32.encoder.pair_format.encode_with_cuts(fp32.encoder.tokenizer, contexts, responses)
-        whole = ~np.array(cut)
-        fp32.score(contexts[:8], responses[:8])  # warm-up
-        bf16.score(contexts[:8], responses[:8])
-        model = plain_model(fp32)
-        outputs, seconds = timed_interleaved(
-            {
-                "naive": functools.partial(naive_scores, fp32, model, contexts[:naive_n], responses[:naive_n]),
-                "fp32": functools.partial(fp32.score, contexts, responses),
-                "bf16": functools.partial(bf16.score, contexts, responses),
-            },
-            args.repeats,
-        )
-        (naive, t_naive), (ours32, t32), (ours16, t16) = ((outputs[k], seconds[k]) for k in ("naive", "fp32", "bf16"))
-        naive_rate = naive_n / t_naive
-        from scipy.stats import spearmanr
-
-        entry = {
-            "naive_fp32_pairs_per_s": naive_rate,
-            "scorer_fp32_pairs_per_s": len(responses) / t32,
-            "scorer_bf16_pairs_per_s": len(responses) / t16,
-            # Compared only where nothing is truncated: the naive loop cuts the other end, like the authors' code.
-            # It reads pairs in the paper layout and scores the density alone, so for another layout or a
-            # checkpoint with the repetition term it is a timing baseline only (the shared-context layout's
-            # packed-equals-alone check is in tests/test_shared_context.py, the term's in tests/test_repetition.py).
-            "naive_vs_scorer_max_abs_diff": (
-                float(np.abs(naive - ours32.scores[:naive_n])[whole[:naive_n]].max())
-                if fp32.encoder.pair_format.layout == "paper" and fp32.stats.repetition is None
-                else None
-            ),
-            "bf16_vs_fp32_spearman": float(spearmanr(ours16.scores, ours32.scores).statistic),
-            "bf16_vs_fp32_max_abs_calibrated_diff": float(np.abs(ours16.calibrated - ours32.calibrated).max()),
-        }
-        if device == "cuda":
-            floor = encoder_flops(fp32, contexts, responses) / (args.peak_tflops * 1e12)
-            entry["bf16_share_of_arithmetic_floor"] = floor / t16
-        if args.rank:
-            entry["rank"] = rank_speed(fp32, contexts[: args.rank_contexts], responses, args.rank, args.repeats)
-        results[device] = entry
-        for name, rate in (
-            ("naive per-pair loop, fp32", naive_rate),
-            ("DensityScorer, fp32", entry["scorer_fp32_pairs_per_s"]),
-            ("DensityScorer, bf16 autocast", entry["scorer_bf16_pairs_per_s"]),
-        ):
-            rows.append(f"| {device} | {name} | {rate:.1f} | {rate / naive_rate:.2f}x |")
-        if args.rank:
-            rate = entry["rank"]["rank_candidates_per_s"]
-            rows.append(
-                f"| {device} | rank(), {args.rank} candidates a context, fp32 | {rate:.1f} | {rate / naive_rate:.2f}x |"
-            )
+        results[device] = device_entry(args, device, contexts, responses, naive_n)
+        rows += table_rows(device, results[device], args.rank)
     print(
         f"{len(responses)} DailyDialog test pairs (naive loop: {naive_n}), batch size {args.batch_size}, "
         f"{results['torch_threads']} torch threads\n"
