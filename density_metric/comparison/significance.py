@@ -320,6 +320,26 @@ def compare(
         >>> round(result.pairs[0]["delta"], 6), result.pairs[0]["wins_a"]
         (0.2, 1.0)
     """
+    resamples, trials = _checked_options(test, resamples, trials, seed, rtol)
+    system_names, matrix, calibrated_matrix = _score_matrices(scores, names, calibrated)
+    check_baseline(baseline, system_names)
+    n = matrix.shape[0]
+    boot = resampled_means(matrix, bootstrap_blocks(n, resamples, seed))
+    systems = _system_rows(system_names, matrix, calibrated_matrix, boot)
+    pair_index = _pair_index(system_names, baseline)
+    pairs, boot_differences = _pair_rows(matrix, boot, pair_index, system_names, test, trials, seed, rtol)
+    signature = "|".join(
+        [Signature.test(test, trials, resamples, seed, rtol).format(), *filter(None, [scorer_signature])]
+    )
+    warnings = _small_sample_warnings(n, test, trials, seed)
+    for warning in warnings:
+        logger.warning(warning)
+    correction = {"method": "holm", "tests": len(pairs), "baseline": baseline}
+    return ComparisonResult(systems, pairs, signature, warnings, boot_differences, correction)
+
+
+def _checked_options(test: str, resamples: int, trials: int, seed: int | None, rtol: float) -> tuple[int, int]:
+    """:func:`compare`'s options checked, a ValueError naming the first bad one; the resamples and trials as ints."""
     if test not in TESTS:
         raise ValueError(f"test must be one of {sorted(TESTS)}, got {test!r}")
     resamples = positive_int(resamples, "resamples")
@@ -328,41 +348,71 @@ def compare(
         raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
     if isinstance(rtol, bool) or not isinstance(rtol, (int, float, np.floating)) or not 0 <= rtol < 1:
         raise ValueError(f"rtol must be a number in [0, 1), got {rtol!r}")
+    return resamples, trials
+
+
+def _score_matrices(
+    scores: Mapping[str, Any] | Sequence[Any],
+    names: Sequence[str] | None,
+    calibrated: Mapping[str, Any] | Sequence[Any] | None,
+) -> tuple[list[str], np.ndarray, np.ndarray | None]:
+    """The systems' names, their (n, systems) float64 scores and, if given, their calibrated scores in the same
+    column order (a dict may list the systems in another order); a ValueError naming what does not fit."""
     system_names, arrays = _as_systems(scores, names)
     matrix = _as_matrix(arrays, system_names, "scores")
-    calibrated_matrix = None
-    if calibrated is not None:
-        calibrated_names, calibrated_arrays = _as_systems(
-            calibrated, system_names if not isinstance(calibrated, Mapping) else None
-        )
-        if sorted(calibrated_names) != sorted(system_names):
-            raise ValueError(f"calibrated: systems {calibrated_names} differ from the scores' {system_names}")
-        by_name = dict(zip(calibrated_names, calibrated_arrays))  # a dict may list the systems in another order
-        calibrated_arrays = [by_name[name] for name in system_names]
-        calibrated_matrix = _as_matrix(calibrated_arrays, system_names, "calibrated")
-        if calibrated_matrix.shape != matrix.shape:
-            raise ValueError(f"calibrated has {calibrated_matrix.shape[0]} rows but scores have {matrix.shape[0]}")
-    n = matrix.shape[0]
+    if calibrated is None:
+        return system_names, matrix, None
+    calibrated_names, calibrated_arrays = _as_systems(
+        calibrated, system_names if not isinstance(calibrated, Mapping) else None
+    )
+    if sorted(calibrated_names) != sorted(system_names):
+        raise ValueError(f"calibrated: systems {calibrated_names} differ from the scores' {system_names}")
+    by_name = dict(zip(calibrated_names, calibrated_arrays))
+    calibrated_matrix = _as_matrix([by_name[name] for name in system_names], system_names, "calibrated")
+    if calibrated_matrix.shape != matrix.shape:
+        raise ValueError(f"calibrated has {calibrated_matrix.shape[0]} rows but scores have {matrix.shape[0]}")
+    return system_names, matrix, calibrated_matrix
 
-    means = matrix.mean(axis=0)
-    boot = resampled_means(matrix, bootstrap_blocks(n, resamples, seed))
-    system_ci = percentile_ci(boot)
-    systems = [
+
+def _system_rows(
+    names: list[str], matrix: np.ndarray, calibrated: np.ndarray | None, boot: np.ndarray
+) -> list[dict[str, Any]]:
+    """``ComparisonResult.systems``: per system its n, mean, bootstrap 95 % interval (of the resampled means
+    ``boot``) and mean calibrated score (None without calibrated scores)."""
+    means, system_ci = matrix.mean(axis=0), percentile_ci(boot)
+    return [
         {
             "name": name,
-            "n": n,
+            "n": matrix.shape[0],
             "mean": float(means[j]),
             "ci": system_ci[j].tolist(),
-            "calibrated_mean": None if calibrated_matrix is None else float(calibrated_matrix[:, j].mean()),
+            "calibrated_mean": None if calibrated is None else float(calibrated[:, j].mean()),
         }
-        for j, name in enumerate(system_names)
+        for j, name in enumerate(names)
     ]
 
-    check_baseline(baseline, system_names)
+
+def _pair_index(names: list[str], baseline: str | None) -> list[tuple[int, int]]:
+    """The pairs tested, as column indices (a, b): every pair, a before b; or with a baseline, each other system as
+    a and the baseline as b (delta = mean(system) - mean(baseline))."""
     if baseline is None:
-        pair_index = list(itertools.combinations(range(len(system_names)), 2))
-    else:  # a = each other system, b = the baseline: delta = mean(system) - mean(baseline)
-        pair_index = [(j, system_names.index(baseline)) for j, name in enumerate(system_names) if name != baseline]
+        return list(itertools.combinations(range(len(names)), 2))
+    return [(j, names.index(baseline)) for j, name in enumerate(names) if name != baseline]
+
+
+def _pair_rows(
+    matrix: np.ndarray,
+    boot: np.ndarray,
+    pair_index: list[tuple[int, int]],
+    names: list[str],
+    test: str,
+    trials: int,
+    seed: int | None,
+    rtol: float,
+) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """``ComparisonResult.pairs`` (p-values of both tests, Holm-corrected over the pairs on ``test``'s, wins and ties
+    within the scores' tolerance: module docstring) and the (resamples, pairs) bootstrap differences."""
+    n = matrix.shape[0]
     differences = np.stack([matrix[:, a] - matrix[:, b] for a, b in pair_index], axis=1)  # (n, pairs)
     delta = differences.mean(axis=0)
     # How far each row's difference may move with the scores' float noise, and every test statistic with it.
@@ -374,41 +424,34 @@ def compare(
     spread = np.abs(boot_differences)
     p_bootstrap = p_value(spread - spread.mean(axis=0), np.abs(delta), tolerance)
     p_randomization = p_value(randomized_differences(differences, trials, seed), np.abs(delta), tolerance)
-    pair_ci = percentile_ci(boot_differences)
-    adjusted = holm(p_bootstrap if test == "bs" else p_randomization)
+    deciding = p_bootstrap if test == "bs" else p_randomization
+    adjusted, pair_ci = holm(deciding), percentile_ci(boot_differences)
     pairs = []
     for j, (a, b) in enumerate(pair_index):
-        p = float(p_bootstrap[j] if test == "bs" else p_randomization[j])
         significant = bool(adjusted[j] < ALPHA)
         winner = None
         if significant and abs(delta[j]) > tolerance[j]:
-            winner = system_names[a] if delta[j] > 0 else system_names[b]
+            winner = names[a] if delta[j] > 0 else names[b]
+        d, e = differences[:, j], row_tolerance[:, j]
         pairs.append(
             {
-                "a": system_names[a],
-                "b": system_names[b],
+                "a": names[a],
+                "b": names[b],
                 "delta": float(delta[j]),
                 "ci": pair_ci[j].tolist(),
-                "p_value": p,
+                "p_value": float(deciding[j]),
                 "p_holm": float(adjusted[j]),
                 "test": test,
                 "p_bootstrap": float(p_bootstrap[j]),
                 "p_randomization": float(p_randomization[j]),
                 "significant": significant,
                 "winner": winner,
-                "wins_a": float(np.mean(differences[:, j] > row_tolerance[:, j])),
-                "wins_b": float(np.mean(differences[:, j] < -row_tolerance[:, j])),
-                "ties": float(np.mean(np.abs(differences[:, j]) <= row_tolerance[:, j])),
+                "wins_a": float(np.mean(d > e)),
+                "wins_b": float(np.mean(d < -e)),
+                "ties": float(np.mean(np.abs(d) <= e)),
             }
         )
-    signature = "|".join(
-        [Signature.test(test, trials, resamples, seed, rtol).format(), *filter(None, [scorer_signature])]
-    )
-    warnings = _small_sample_warnings(n, test, trials, seed)
-    for warning in warnings:
-        logger.warning(warning)
-    correction = {"method": "holm", "tests": len(pairs), "baseline": baseline}
-    return ComparisonResult(systems, pairs, signature, warnings, boot_differences, correction)
+    return pairs, boot_differences
 
 
 def check_baseline(baseline: str | None, names: Sequence[str]) -> None:
