@@ -96,7 +96,8 @@ class DensityScorer:
         ``specials=text`` says that special-token text in a turn or reply (``[SEP]``) is read as text, not as the
         token (:mod:`density_metric.packing`); a signature without it read such text as the token, and scored
         every other pair alike. ``max_response_length=N`` follows ``max_length`` where the reply's cap is not the
-        checkpoint's (``max_response_length`` or a short ``max_length`` changed it)."""
+        checkpoint's (``max_response_length`` or a short ``max_length`` changed it). Written, read back and compared
+        by :class:`density_metric.signature.Signature`."""
         cap = self.encoder.pair_format.max_response_length
         return Signature.scorer(
             f"{self.checkpoint.source}@{self.checkpoint.revision}",
