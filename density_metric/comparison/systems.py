@@ -5,10 +5,11 @@ replies to the same contexts, in the same order. Tables that all have the score 
 (``--score-field``, default ``density``: what ``score`` writes) are not scored again; tables that
 all lack it are scored with the checkpoint; a mix is an error naming the files. Stored scores are
 compared only if one checkpoint scored them all: the ``{score field}_signature`` column that ``score``
-writes must agree in every row of every file on the fields that define a score, :data:`~density_metric.signature.SCORE_DEFINING_FIELDS`:
-the checkpoint (by its revision), max_length, max_response_length, dtype, floor and specials (:func:`check_same_scorer`; a file without
-that column is compared with a warning). The statistics
-are :func:`density_metric.comparison.significance.compare`'s.
+writes must agree in every row of every file on the fields that define a score
+(:data:`~density_metric.signature.SCORE_DEFINING_FIELDS`): the checkpoint (by its revision), max_length,
+max_response_length, dtype, floor and specials (:func:`check_same_scorer`, by
+:meth:`~density_metric.signature.Signature.differences`; a file without that column is compared with a warning).
+The statistics are :func:`density_metric.comparison.significance.compare`'s.
 
 Each system's flagged rows (:mod:`density_metric.row_flags`: empty, unreadable, punctuation-only replies and
 truncated pairs, whose scores mean little) are counted (:func:`report_flags`): from the scores when the tables are
@@ -16,8 +17,8 @@ scored here, from the ``{score field}_flags`` column when they carry stored scor
 with more flagged rows than the others is warned about.
 
 The command's run is :mod:`density_metric.comparison.command`, its options are :mod:`density_metric.cli`'s. This
-module imports none of them, nor :mod:`density_metric.scoring` (a scorer is anything with ``score`` and ``signature``), so no two
-modules import each other.
+module imports neither, nor :mod:`density_metric.scoring` (a scorer is anything with ``score`` and
+``signature``), so no two modules import each other.
 """
 
 from __future__ import annotations
@@ -216,8 +217,9 @@ def check_all_or_none_stored(systems: Sequence[SystemTable]) -> None:
 
 def check_same_scorer(systems: Sequence[SystemTable]) -> str | None:
     """For tables with stored scores: a ValueError naming two files whose signatures differ in a field of
-    :data:`~density_metric.signature.SCORE_DEFINING_FIELDS` (checkpoint, by its revision; max_length; max_response_length; dtype; floor; specials), and the
-    fields that differ; a warning naming the files without a signature.
+    :data:`~density_metric.signature.SCORE_DEFINING_FIELDS` (checkpoint, by its revision; max_length;
+    max_response_length; dtype; floor; specials), and the fields that differ; a warning naming the files without a
+    signature.
 
     Returns the signature to report: the files' one signature, their distinct signatures joined by " + "
     where only library versions differ, or None where no file has one.
