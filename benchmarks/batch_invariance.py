@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from density_metric import DensityScorer
-from density_metric.features import machine_description
+from density_metric.encoding.device import machine_description
 
 
 def relative_differences(scorer: DensityScorer, contexts, responses) -> dict[str, float]:

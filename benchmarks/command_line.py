@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 def add_dtype_argument(parser: argparse.ArgumentParser) -> None:
     """``--dtype``: DensityScorer's ``dtype``, ``auto`` or one of its names; another is argparse's error."""
-    from density_metric.features import DTYPES
+    from density_metric.encoding.device import DTYPES
 
     parser.add_argument("--dtype", default="auto", choices=("auto", *DTYPES), help="default: auto")
 

@@ -109,7 +109,7 @@ def versions(run: SectionRun, result: dict, ends: float) -> None:
     import torch
 
     from density_metric import __version__
-    from density_metric.features import machine_description
+    from density_metric.encoding.device import machine_description
 
     cuda = torch.cuda.is_available()
     result.update(

@@ -5,7 +5,7 @@
 Times, each the best of ``--repeats`` after a warm-up, on every DailyDialog test pair:
 
 - ``score``: the whole ``DensityScorer.score()`` call (what a user waits for);
-- ``rows``: tokenising and packing the rows (``Encoder.grouped_rows``);
+- ``rows``: tokenising and packing the rows (``Encoder.encode``);
 - ``batches``: padding every batch on the host (``rows_to_batch``), no copy;
 - ``forward``: the encoder over every batch already on the device (``batch_features``), synchronised: the device's
   share, with no host work in between.
@@ -22,7 +22,7 @@ import time
 import torch
 
 from density_metric import DensityScorer
-from density_metric.features import batch_features, length_sorted_batches, rows_to_batch
+from density_metric.encoding.features import batch_features, length_sorted_batches, rows_to_batch
 
 from .device_check import dailydialog_test_pairs
 
@@ -69,8 +69,7 @@ def main(argv=None) -> None:
         report.update(pairs_per_s=len(responses) / seconds, signature=scorer.signature)
         print(json.dumps(report, indent=1))
         return
-    per_row = min(32, encoder.pairs_per_batch(scorer.batch_size))
-    rows, _ = encoder.grouped_rows(contexts, responses, per_row)
+    rows = encoder.encode(contexts, responses, batch_size=scorer.batch_size).rows
     batches = length_sorted_batches(
         rows.lengths, encoder.pairs_per_batch(scorer.batch_size), encoder.max_tokens, rows.sizes
     )
@@ -88,7 +87,7 @@ def main(argv=None) -> None:
     forward()
     seconds = {
         "score": best_of(args.repeats, lambda: scorer.score(contexts, responses, warn=False)),
-        "rows": best_of(args.repeats, lambda: encoder.grouped_rows(contexts, responses, per_row)),
+        "rows": best_of(args.repeats, lambda: encoder.encode(contexts, responses, batch_size=scorer.batch_size)),
         "batches": best_of(args.repeats, lambda: [rows_to_batch(rows, pad, pooling, index) for index in batches]),
         "forward": best_of(args.repeats, forward),
     }

@@ -7,7 +7,7 @@ context's gold reply, the previous turn (an echo), a fixed generic reply, and th
 the gold reply. ``alone`` scores each system with its own ``score()`` call (its contexts are
 distinct, so nothing is shared); ``grouped`` scores all of them in one ``score()`` call, which
 reads each context once per row of its replies with a shared-context checkpoint
-(``Encoder.grouped_rows``). Reported: encoder tokens read (every row's tokens, padding not
+(``Encoder.encode``). Reported: encoder tokens read (every row's tokens, padding not
 counted), seconds (best of ``--repeats`` interleaved rounds, one process, CPU float32), and the
 largest relative score difference between the two.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from density_metric import DensityScorer
-from density_metric.features import machine_description
+from density_metric.encoding.device import machine_description
 from train.corpora import load_dailydialog, response_pairs
 
 from .command_line import check_checkpoint, check_counts, check_dailydialog, check_output
@@ -44,8 +44,7 @@ def reply_systems(contexts: list[list[str]], responses: list[str], seed: int = 0
 
 def tokens_read(scorer: DensityScorer, contexts, responses) -> int:
     """Encoder tokens that ``score()`` reads for these pairs (padding not counted)."""
-    rows, _ = scorer.encoder.grouped_rows(contexts, responses)
-    return sum(len(row.ids) for row in rows)
+    return int(scorer.encoder.encode(contexts, responses, batch_size=scorer.batch_size).rows.lengths.sum())
 
 
 def grouping_report(scorer: DensityScorer, contexts, systems: dict[str, list[str]], repeats: int = 1) -> dict:

@@ -14,7 +14,7 @@ with the forward pass). Two sets of pairs:
 Timed, in turn, ``--repeats`` rounds, each method's best run counting:
 
 - ``former``: ``benchmarks/reference_encoding.py`` (joined contexts tokenised per pair, per-row loops, host mask);
-- ``packed``: ``Encoder.grouped_rows`` and ``Encoder.iter_row_features`` (the features path of ``score()``);
+- ``packed``: ``Encoder.encode`` and ``Encoder.features`` (the features path of ``score()``);
 - ``score``: the whole ``DensityScorer.score()`` call with the zero encoder (input checks, flags, the floor, the
   distances too);
 - ``tokenizer``: the tokenizer alone, one batched call over exactly the texts the packed path reads (each distinct
@@ -31,8 +31,9 @@ import numpy as np
 import torch
 
 from density_metric import DensityScorer
-from density_metric import features as features_module
-from density_metric.features import machine_description
+from density_metric.encoding import features as features_module
+from density_metric.encoding.device import machine_description
+from density_metric.encoding.packing import pack
 from train.corpora import load_dailydialog
 
 from . import reference_encoding
@@ -41,7 +42,7 @@ from .speed import timed_interleaved
 
 
 def zero_features(dim: int):
-    """Stands in for :func:`density_metric.features.batch_features`: zeros for every candidate of the batch, so
+    """Stands in for :func:`density_metric.encoding.features.batch_features`: zeros for every candidate of the batch, so
     that the encoder's forward pass and what runs beside it on the device (the mask from segment ids, the pooling)
     are left out."""
 
@@ -70,7 +71,7 @@ def former_path(scorer: DensityScorer, contexts, responses) -> int:
     """Rows and every batch as the former code built them; returns the batches built."""
     encoder = scorer.encoder
     rows = reference_encoding.encode_rows(encoder.pair_format, encoder.tokenizer, contexts, [[r] for r in responses])
-    from density_metric.features import length_sorted_batches
+    from density_metric.encoding.features import length_sorted_batches
 
     lengths, sizes = [len(row.ids) for row in rows], [len(row.features) for row in rows]
     batches = length_sorted_batches(lengths, encoder.pairs_per_batch(scorer.batch_size), encoder.max_tokens, sizes)
@@ -82,13 +83,15 @@ def former_path(scorer: DensityScorer, contexts, responses) -> int:
 def packed_path(scorer: DensityScorer, contexts, responses) -> int:
     """The features path of ``score()`` with the zero encoder; returns the pairs it yielded."""
     encoder = scorer.encoder
-    rows, _ = encoder.grouped_rows(contexts, responses, min(32, encoder.pairs_per_batch(scorer.batch_size)))
-    return sum(len(index) for index, _ in encoder.iter_row_features(rows, scorer.batch_size, progress=False))
+    packing = encoder.encode(contexts, responses, batch_size=scorer.batch_size)
+    pairs = []
+    encoder.features(packing, scorer.batch_size, progress=False, each_batch=lambda index, _: pairs.append(len(index)))
+    return sum(pairs)
 
 
 def read_texts(scorer: DensityScorer, contexts, responses) -> list[str]:
     """The distinct texts the packed path tokenises: each kept context turn and each reply, once."""
-    packed = scorer.encoder.pair_format.pack(scorer.encoder.tokenizer, contexts, [[r] for r in responses])
+    packed = pack(scorer.encoder.pair_format, scorer.encoder.tokenizer, contexts, [[r] for r in responses])
     text_ids = packed.text_ids
     return [text for text, code in text_ids.codes.items() if text_ids.lengths(np.array([code]))[0] >= 0]
 

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 
 import torch
 
-from density_metric.pair_format import PackedRow, PairFormat, is_blank, join_context, special_token_layout
+from density_metric.encoding.packing import PackedRow
+from density_metric.encoding.pair_format import PairFormat, is_blank, join_context, special_token_layout
 
 
 def _ids(tokenizer, texts: list[str]) -> list[list[int]]:
@@ -38,11 +39,11 @@ def encode_rows(
         replies = _replies(tokenizer, [response for _, response in flat])
         for (context, _), response in zip(flat, replies):
             kept_response = response[: pair_format.max_response_length]
-            budget = pair_format._context_budget(specials, len(kept_response), "paper")
+            budget = pair_format.budget_beside(specials, len(kept_response), "paper")
             kept_context = context[max(len(context) - budget, 0) :]
             rows.append(PackedRow([*before, *kept_context, *between, *kept_response, *after], None, None, [0]))
         return rows
-    budget = pair_format._context_budget(specials, pair_format.max_response_length)
+    budget = pair_format.budget_beside(specials, pair_format.max_response_length)
     replies = iter(_replies(tokenizer, [response for group in candidates for response in group]))
     rows = []
     for context, group in zip(_ids(tokenizer, joined), candidates):

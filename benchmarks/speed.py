@@ -23,8 +23,9 @@ import torch
 from density_metric import DensityScorer
 from density_metric.backbone import load_backbone
 from density_metric.correlation import spearman
-from density_metric.features import machine_description
-from density_metric.pair_format import join_context
+from density_metric.encoding.device import machine_description
+from density_metric.encoding.packing import pack
+from density_metric.encoding.pair_format import join_context
 
 
 def plain_model(scorer: DensityScorer):
@@ -107,8 +108,9 @@ def encoder_flops(scorer: DensityScorer, contexts, responses) -> float:
     config = scorer.encoder.model.config
     d, layers, inner = config.hidden_size, config.num_hidden_layers, config.intermediate_size
     total = 0.0
-    for ids in scorer.encoder.encode(contexts, responses):
-        t = len(ids)
+    encoder = scorer.encoder
+    rows = pack(encoder.pair_format, encoder.tokenizer, contexts, [[r] for r in responses], layout="paper").rows
+    for t in rows.lengths.tolist():
         total += layers * (2 * t * (4 * d * d + 2 * d * inner) + 4 * t * t * d)
     return total
 
@@ -161,8 +163,8 @@ def device_entry(args: argparse.Namespace, device: str, contexts, responses, nai
     fp32 = DensityScorer(args.checkpoint, device=device, dtype="float32", batch_size=args.batch_size, progress=False)
     bf16 = DensityScorer(args.checkpoint, device=device, dtype="bfloat16", batch_size=args.batch_size, progress=False)
     # Pairs that neither cap cuts (total length nor response length): the naive loop reads them alike.
-    _, cut = fp32.encoder.pair_format.encode_with_cuts(fp32.encoder.tokenizer, contexts, responses)
-    whole = ~np.array(cut)
+    encoder = fp32.encoder
+    whole = ~pack(encoder.pair_format, encoder.tokenizer, contexts, [[r] for r in responses], layout="paper").cut
     fp32.score(contexts[:8], responses[:8])  # warm-up
     bf16.score(contexts[:8], responses[:8])
     model = plain_model(fp32)

@@ -192,7 +192,7 @@ def main(argv=None) -> None:
                 found = run_arm(tree, args, scratch / "encoder", scratch, name)
                 if name not in best or found["host_ms_per_step"] < best[name]["host_ms_per_step"]:
                     best[name] = found
-    from density_metric.features import machine_description
+    from density_metric.encoding.device import machine_description
 
     report = {
         "machine": machine_description("cpu"),

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from density_metric.features import machine_description
-from density_metric.pair_format import PairFormat
+from density_metric.encoding.device import machine_description
+from density_metric.encoding.pair_format import PairFormat
 from train.config import TrainConfig
 from train.corpora import load_dailydialog, response_pairs
 from train.data import SelectionData, epoch_batches, epoch_negatives

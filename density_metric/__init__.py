@@ -4,9 +4,10 @@ from .checkpoint_format import Checkpoint, DensityConfig, load_checkpoint, save_
 from .checkpoint_sources import resolve_checkpoint
 from .comparison.result import ComparisonResult
 from .comparison.significance import compare
+from .encoding.packing import encode_pairs
+from .encoding.pair_format import PairFormat, join_context
 from .errors import CheckpointError
 from .gaussian import GaussianAccumulator, GaussianStats, calibrate, mahalanobis
-from .pair_format import PairFormat, encode_pairs, join_context
 from .scoring import DensityResult, DensityScorer, score
 from .version import __version__
 

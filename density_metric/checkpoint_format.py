@@ -69,10 +69,10 @@ from .checkpoint_tensors import (
     save_head,
     save_rating,
 )
+from .encoding.pair_format import PairFormat
 from .errors import CheckpointError, read_json
 from .fingerprint import FINGERPRINT_KEY, check_fingerprint, encoder_fingerprint, files_hash
 from .gaussian import GaussianStats
-from .pair_format import PairFormat
 from .rating import RatingHead
 
 # The files' checks, reading and writing live in checkpoint_tensors; their names stay importable from here,

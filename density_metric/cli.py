@@ -95,7 +95,7 @@ def _format(path: Path, given: str | None, flag: str) -> str:
 def check_device(device: str) -> None:
     """An ``error:`` exit, before any file is touched, for a --device that this torch cannot score on here:
     scoring runs on CPU or CUDA (mps, xla or meta may parse as torch devices, and fail later with a traceback)."""
-    from .features import resolve_device
+    from .encoding.device import resolve_device
 
     try:
         kind = resolve_device(device).type
@@ -232,7 +232,7 @@ def _score(args: argparse.Namespace) -> int:
     records = [row.record for row in rows]
 
     from .distributed import is_distributed, score_distributed
-    from .features import PROGRESS_MIN_PAIRS
+    from .encoding.features import PROGRESS_MIN_PAIRS
     from .scoring import DensityScorer
 
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
@@ -278,7 +278,7 @@ def _score(args: argparse.Namespace) -> int:
 
     def track(chunks):
         # The pairs this rank scores (under torchrun, score_distributed's strided share of each chunk); every
-        # batch advances the bar (Encoder.iter_row_features), not every chunk of thousands of rows.
+        # batch advances the bar (Encoder.features), not every chunk of thousands of rows.
         total = sum(len(chunk[rank::world]) for chunk in chunks)
         with tqdm(total=total, desc="DEnsity", unit="pair", disable=not show or rank != 0) as bar:
             scorer.progress = bar

@@ -30,14 +30,15 @@ def score_distributed(
     scorer: DensityScorer, contexts: Sequence, responses: Sequence, *, first_row: int = 0, warn: bool = True
 ) -> DensityResult:
     """Score on every rank of the initialised process group; equal to ``scorer.score`` on one process (``warn``:
-    log one warning with the counts of flagged rows, as ``scorer.score`` does; on every rank)."""
+    log one warning with the counts of flagged rows, as ``scorer.score`` does; on every rank). Each rank scores its
+    shard as ``scorer.score`` scores its input (one encoding gives the features and the flags), and the ranks
+    gather the distances, ratings and flags."""
     contexts, responses = check_pairs(contexts, responses, first_row=first_row)
     if not is_distributed():
         return scorer.score(contexts, responses, warn=warn)
     rank, world = dist.get_rank(), dist.get_world_size()
     mine, mine_responses = contexts[rank::world], responses[rank::world]
-    features = scorer.features(mine, mine_responses) if mine_responses else np.zeros((0, scorer.encoder.dim))
-    local_flags = scorer.flags(mine, mine_responses) if mine_responses else []
+    features, local_flags = scorer.features_and_flags(mine, mine_responses)
     local_distances = scorer.distances_of(features, mine_responses, local_flags)
     local = (local_distances, scorer.ratings(local_distances, features), local_flags)
     gathered: list = [None] * world

@@ -18,8 +18,8 @@ import torch
 from safetensors import safe_open
 
 from .backbone import load_backbone
+from .encoding.pair_format import PairFormat
 from .errors import CheckpointError
-from .pair_format import PairFormat
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 Every scored row gets a list of flags, empty for most rows, in this order:
 
 - ``empty``: the reply is empty or blank (whitespace, or only characters the tokenizer drops:
-  :func:`~density_metric.pair_format.is_blank`), so the encoder reads ``[CLS] context [SEP] [SEP]``;
+  :func:`~density_metric.encoding.pair_format.is_blank`), so the encoder reads ``[CLS] context [SEP] [SEP]``;
 - ``unreadable``: the reply has tokens, but every one is the tokenizer's unknown token (``[UNK]``): emoji
   only, or a script the vocabulary lacks. The encoder reads no word of it;
 - ``punctuation``: the reply has no letter and no digit in any script (``...``, ``?!``, ``:)``, ``😀!``). It says
@@ -15,7 +15,7 @@ Every scored row gets a list of flags, empty for most rows, in this order:
   floored: the encoder still reads its tokens, and no floor is argued for text the model was not made for. No
   human reply or context of the project's English corpora is flagged (``results/bundled-default/languages/``);
 - ``truncated``: the encoder read only part of the pair, and one or both of these say which cap cut it
-  (:meth:`~density_metric.pair_format.PairFormat.truncation`): ``truncated_reply``, the reply is longer than
+  (:meth:`~density_metric.encoding.packing.Packing.truncation`): ``truncated_reply``, the reply is longer than
   ``max_response_length`` tokens (64 for the bundled model; a scoring option) and only its first ones were read;
   ``truncated_context``, the context did not fit beside the reply in ``max_length``, and only its most recent
   tokens were read. Tables written before these two existed carry ``truncated`` alone.
@@ -42,6 +42,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from .encoding.packing import Packing, pack
+from .encoding.text_ids import reply_ids
 from .scripts import mostly_other_script, turns_mostly_other_script
 
 logger = logging.getLogger(__name__)
@@ -69,7 +71,7 @@ _WORDS = {
 
 def reply_flag(response: str, ids: Sequence[int], unknown_id: int | None) -> str | None:
     """The reply's flag (``empty``, ``unreadable`` or ``punctuation``), or None: ``ids`` are its token ids as
-    the pair format reads them (``PairFormat.reply_ids``), ``unknown_id`` the tokenizer's unknown token."""
+    the encoder reads them (``Packing.reply_ids``), ``unknown_id`` the tokenizer's unknown token."""
     if not ids:
         return EMPTY
     if unknown_id is not None and all(token == unknown_id for token in ids):
@@ -81,11 +83,20 @@ def reply_flag(response: str, ids: Sequence[int], unknown_id: int | None) -> str
 
 def row_flags(pair_format, tokenizer, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> list[list[str]]:
     """The flags of every (context, response) pair, as ``pair_format`` reads it with ``tokenizer``: n lists."""
-    reply_ids = pair_format.reply_ids(tokenizer, responses)
-    reply_cut, context_cut = pair_format.truncation(tokenizer, contexts, reply_ids)
-    cut = [a or b for a, b in zip(reply_cut, context_cut)]
-    unknown = tokenizer.unk_token_id
-    return flags_of(responses, reply_ids, cut, unknown, contexts=contexts, reply_cut=reply_cut, context_cut=context_cut)
+    packing = pack(pair_format, tokenizer, contexts, [[response] for response in responses])
+    return packing_flags(packing, contexts, responses, tokenizer.unk_token_id)
+
+
+def packing_flags(
+    packing: Packing, contexts: Sequence[Sequence[str]], responses: Sequence[str], unknown_id: int | None
+) -> list[list[str]]:
+    """The flags of the pairs that ``packing`` encoded (``Encoder.encode``), from the tokens and cuts of its rows;
+    ``unknown_id``: the tokenizer's unknown token: n lists."""
+    reply_cut, context_cut = packing.truncation()
+    cut = (reply_cut | context_cut).tolist()
+    reply_cut, context_cut = reply_cut.tolist(), context_cut.tolist()
+    ids = packing.reply_ids()
+    return flags_of(responses, ids, cut, unknown_id, contexts=contexts, reply_cut=reply_cut, context_cut=context_cut)
 
 
 def flags_of(
@@ -119,11 +130,11 @@ def other_script_rows(contexts: Sequence[Sequence[str]], responses: Sequence[str
     return mostly_other_script(responses) | turns_mostly_other_script(contexts)
 
 
-def reply_flags(pair_format, tokenizer, responses: Sequence[str]) -> list[list[str]]:
+def reply_flags(tokenizer, responses: Sequence[str]) -> list[list[str]]:
     """The reply's own flags of every response, those that decide the floor (no ``non-latin`` or ``truncated``,
     which read the context too): n lists."""
     unknown_id = tokenizer.unk_token_id
-    flags = [reply_flag(r, ids, unknown_id) for r, ids in zip(responses, pair_format.reply_ids(tokenizer, responses))]
+    flags = [reply_flag(r, ids, unknown_id) for r, ids in zip(responses, reply_ids(tokenizer, responses))]
     return [[flag] if flag else [] for flag in flags]
 
 

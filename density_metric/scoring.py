@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 
 from .checkpoint_sources import resolve_checkpoint
+from .encoding.features import PROGRESS_MIN_PAIRS, Encoder
 from .errors import positive_int
-from .features import PROGRESS_MIN_PAIRS, Encoder
 from .gaussian import calibrate
 from .inputs import as_context, check_dialogues, check_pairs, dialogue_pairs
 from .results import DensityResult, score_columns, score_features
-from .row_flags import FLOOR_POLICY, flags_of, floor_distances, reply_flags, row_flags, warn_flags
+from .row_flags import FLOOR_POLICY, floor_distances, packing_flags, reply_flags, row_flags, warn_flags
 from .signature import Signature
 
 logger = logging.getLogger(__name__)
@@ -37,14 +37,14 @@ class DensityScorer:
         batch_size: most pairs per forward pass; ``None`` (the default): 64 on CPU, and on CUDA as many as
             ``max_tokens`` allows.
         max_tokens: most padded tokens per forward pass (rows x longest row); ``None``: 1,024 on CPU (larger
-            batches of long pairs ran slower there), 16,384 on CUDA (:mod:`density_metric.features`).
+            batches of long pairs ran slower there), 16,384 on CUDA (:mod:`density_metric.encoding.features`).
         max_length: most tokens per pair (default: the checkpoint's; 256 for the bundled one). Longer input
             loses its oldest context tokens first.
         max_response_length: most reply tokens read (default: the checkpoint's; 64 for the bundled one); the rest
             of a longer reply is not read, and its row is flagged ``truncated_reply``. Given alone, the context
             keeps its budget, so a shorter reply scores as with the checkpoint's cap; the largest value is what the
             encoder's positions leave beside the context (320 for the bundled model;
-            :mod:`density_metric.length_options`).
+            :mod:`density_metric.encoding.length_options`).
         progress: progress bar: ``None`` shows it for 1,024 pairs or more; a caller's own tqdm bar is
             advanced by each batch's pairs instead (one bar over many calls, as the command line's).
         cache_dir, local_files_only: passed to the Hub download.
@@ -94,7 +94,7 @@ class DensityScorer:
         """Reproducibility signature, e.g. ``density_metric=0.1.0|checkpoint=org/name@3f2a...|max_length=256|...``;
         ``floor=v2`` names the policy for replies without a word (:mod:`density_metric.row_flags`), and
         ``specials=text`` says that special-token text in a turn or reply (``[SEP]``) is read as text, not as the
-        token (:mod:`density_metric.packing`); a signature without it read such text as the token, and scored
+        token (:mod:`density_metric.encoding.text_ids`); a signature without it read such text as the token, and scored
         every other pair alike. ``max_response_length=N`` follows ``max_length`` where the reply's cap is not the
         checkpoint's (``max_response_length`` or a short ``max_length`` changed it). Written, read back and compared
         by :class:`density_metric.signature.Signature`."""
@@ -109,42 +109,30 @@ class DensityScorer:
 
     # ------------------------------------------------------------------ pairs
 
-    def features_and_flags(self, contexts: list[list[str]], responses: list[str]) -> tuple[np.ndarray, list[list[str]]]:
-        """:meth:`features` (n, d) and :meth:`flags` (n lists) of checked pairs, from one packing of the pairs: the
-        flags read the replies' tokens and the cuts of the rows the features were computed from.
+    def features_and_flags(
+        self, contexts: list[list[str]], responses: list[str], *, progress: bool | None = None
+    ) -> tuple[np.ndarray, list[list[str]]]:
+        """:meth:`features` (n, d) and :meth:`flags` (n lists) of checked pairs, from one packing of the pairs
+        (``Encoder.encode``): the flags read the replies' tokens and the cuts of the rows the features were computed
+        from. ``progress``: the scorer's own by default.
 
         In one pass, on every device: scoring in chunks, with the next chunk packed on a thread while the GPU ran
         this one, was slower on an H200 (12,449 pairs/s at chunks of 2,048 against 16,824 in one pass;
         ``benchmarks/gpu_chunks_h200.json``): smaller chunks fill fewer, shorter batches.
         """
-        if not responses:
-            return np.zeros((0, self.encoder.dim), dtype=np.float32), []
-        features, packing, order = self.encoder.grouped_pass(contexts, responses, self.batch_size, self.progress)
-        reply_ids, cut = [None] * len(responses), np.empty(len(responses), dtype=bool)
-        context_cut = np.empty(len(responses), dtype=bool)
-        for pair, ids in zip(order.tolist(), packing.text_ids.ids(packing.replies)):
-            reply_ids[pair] = ids
-        cut[order], context_cut[order] = packing.cut, packing.context_cut
-        reply_cut = [len(ids) > self.encoder.pair_format.max_response_length for ids in reply_ids]
-        unknown_id = self.encoder.tokenizer.unk_token_id
-        return features, flags_of(
-            responses,
-            reply_ids,
-            cut.tolist(),
-            unknown_id,
-            contexts=contexts,
-            reply_cut=reply_cut,
-            context_cut=context_cut.tolist(),
-        )
+        packing = self.encoder.encode(contexts, responses, batch_size=self.batch_size)
+        features = self.encoder.features(packing, self.batch_size, self.progress if progress is None else progress)
+        return features, packing_flags(packing, contexts, responses, self.encoder.tokenizer.unk_token_id)
 
     def features(self, contexts, responses) -> np.ndarray:
         """g(c, r) for checked input: (n, d) float32.
 
-        Pairs that share a context are scored together (``Encoder.grouped_features``): with a
+        Pairs that share a context are scored together (``Encoder.encode``'s grouping): with a
         shared-context checkpoint each distinct context is read once per 32 of its responses, as in
         :meth:`rank`, with the scores of scoring each pair alone; the paper layout reads every pair.
         """
-        return self.encoder.grouped_features(contexts, responses, self.batch_size, self.progress)
+        packing = self.encoder.encode(contexts, responses, batch_size=self.batch_size)
+        return self.encoder.features(packing, self.batch_size, self.progress)
 
     def distances(
         self,
@@ -174,7 +162,7 @@ class DensityScorer:
         reply (:data:`~density_metric.row_flags.FLOORED`; ``flags``: the rows' flags, if already known)."""
         rep2 = self.encoder.rep2(responses) if self.stats.repetition is not None else None
         if flags is None:
-            flags = reply_flags(self.encoder.pair_format, self.encoder.tokenizer, responses)
+            flags = reply_flags(self.encoder.tokenizer, responses)
         return floor_distances(self.stats.distances(features, rep2), flags, self.stats.quantiles)
 
     def flags(self, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> list[list[str]]:
@@ -212,7 +200,7 @@ class DensityScorer:
         """Score many candidate responses to one context; the scores equal :meth:`score`'s.
 
         With a shared-context checkpoint the context is read once for up to 32 candidates
-        (``Encoder.candidate_features``), so ranking k candidates costs little more than one
+        (``Encoder.encode``'s grouping), so ranking k candidates costs little more than one
         pair; with the paper's layout every candidate is its own pair. :meth:`score` groups
         the pairs of a repeated context the same way.
 
@@ -229,8 +217,7 @@ class DensityScorer:
             raise ValueError("candidates is empty; give at least one candidate")
         context = as_context(context, None, "context")
         _, responses = check_pairs([context] * len(candidates), candidates, fields=("context", "candidates"))
-        features = self.encoder.candidate_features(context, responses, self.batch_size)
-        flags = self.flags([context] * len(responses), responses)
+        features, flags = self.features_and_flags([context] * len(responses), responses, progress=False)
         warn_flags(flags)
         return self.result(self.distances_of(features, responses, flags), features, flags)
 

@@ -34,9 +34,9 @@ if _WORKERS > 1 and "OMP_NUM_THREADS" not in os.environ:
 import pytest  # noqa: E402
 
 from density_metric.checkpoint_format import DensityConfig, save_checkpoint  # noqa: E402
-from density_metric.features import Encoder  # noqa: E402
+from density_metric.encoding.features import Encoder  # noqa: E402
+from density_metric.encoding.pair_format import PairFormat  # noqa: E402
 from density_metric.gaussian import GaussianAccumulator, GaussianStats  # noqa: E402
-from density_metric.pair_format import PairFormat  # noqa: E402
 
 from .tiny import build_tiny_encoder, synthetic_pairs  # noqa: E402
 
@@ -54,10 +54,10 @@ def build_tiny_checkpoint(directory, pair_format: PairFormat):
     tokenizer.save_pretrained(directory / "encoder_src")
     encoder = Encoder.load(directory / "encoder_src", config.pair_format, device="cpu", dtype="float32")
     accumulator = GaussianAccumulator(encoder.dim)
-    accumulator.update(encoder.features(*synthetic_pairs(300, seed=1)))
+    accumulator.update(encoder.features(encoder.encode(*synthetic_pairs(300, seed=1))))
     heldout = synthetic_pairs(200, seed=2)
     stats = GaussianStats.fit(accumulator)
-    stats = stats.calibrated(stats.distances(encoder.features(*heldout)))
+    stats = stats.calibrated(stats.distances(encoder.features(encoder.encode(*heldout))))
     out = directory / "checkpoint"
     save_checkpoint(
         out, stats, config, model=encoder.model, tokenizer=encoder.tokenizer, card="# tiny test checkpoint\n"

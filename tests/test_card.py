@@ -8,7 +8,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from density_metric.pair_format import PairFormat
+from density_metric.encoding.pair_format import PairFormat
 from train.card import card_fields, compute_description, render_card
 from train.config import TrainConfig
 

@@ -17,7 +17,7 @@ from safetensors.numpy import load_file, save_file
 from density_metric import DensityScorer
 from density_metric.checkpoint_format import CONFIG_FILE, GAUSSIAN_FILE, CheckpointError, load_checkpoint
 from density_metric.checkpoint_sources import BUNDLED_DIR, resolve_checkpoint
-from density_metric.features import Encoder
+from density_metric.encoding.features import Encoder
 
 from .hub_cache import build_hub_cache
 
@@ -386,7 +386,7 @@ def test_untuned_baseline_statistics_load_with_their_fingerprint(caplog):
 
 def test_the_configs_score_definition_names_the_feature_of_its_layout_and_pooling():
     from density_metric.checkpoint_format import DensityConfig
-    from density_metric.pair_format import PairFormat
+    from density_metric.encoding.pair_format import PairFormat
 
     paper = DensityConfig().to_dict()["score"]
     assert paper == "-sqrt((g(c,r) - mean) precision (g(c,r) - mean)^T), g = last_hidden_state[:, 0]"

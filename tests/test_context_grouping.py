@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from density_metric import DensityScorer
-from density_metric.features import CANDIDATES_PER_ROW
+from density_metric.encoding.features import CANDIDATES_PER_ROW
+from density_metric.encoding.packing import pack
 
 from .tiny import WORDS, synthetic_pairs
 
@@ -54,20 +55,21 @@ def test_grouped_scores_equal_rank_of_each_context(scorer):
 def test_distinct_contexts_give_the_features_of_the_pair_by_pair_path_exactly(scorer):
     contexts, responses = synthetic_pairs(20, seed=52)
     np.testing.assert_array_equal(
-        scorer.features(contexts, responses), scorer.encoder.features(contexts, responses, scorer.batch_size)
+        scorer.features(contexts, responses),
+        scorer.encoder.features(scorer.encoder.encode(contexts, responses, group=False), scorer.batch_size),
     )
 
 
 def rows_read(scorer, contexts, responses, monkeypatch):
     """The encoder rows that score() reads."""
     seen = []
-    original = scorer.encoder.iter_row_features
+    original = scorer.encoder.features
 
-    def spy(rows, *args, **kwargs):
-        seen.extend(rows)
-        return original(rows, *args, **kwargs)
+    def spy(packing, *args, **kwargs):
+        seen.extend(packing.rows)
+        return original(packing, *args, **kwargs)
 
-    monkeypatch.setattr(scorer.encoder, "iter_row_features", spy)
+    monkeypatch.setattr(scorer.encoder, "features", spy)
     scorer.score(contexts, responses)
     monkeypatch.undo()
     return seen
@@ -87,9 +89,12 @@ def test_a_repeated_context_is_read_once_per_row_of_candidates_split_as_rank_spl
     of_first = [r for c, r in zip(pair_contexts, pair_responses) if c is first]
     of_second = [r for c, r in zip(pair_contexts, pair_responses) if c is second]
     assert len(of_first) == 37 and CANDIDATES_PER_ROW == 32
-    expected = scorer.encoder.pair_format.encode_rows(
-        scorer.encoder.tokenizer, [first, first, second], [of_first[:32], of_first[32:], of_second]
-    )
+    expected = pack(
+        scorer.encoder.pair_format,
+        scorer.encoder.tokenizer,
+        [first, first, second],
+        [of_first[:32], of_first[32:], of_second],
+    ).rows
     assert [row.ids for row in rows] == [row.ids for row in expected]
     assert [row.features for row in rows] == [row.features for row in expected]
 
@@ -98,19 +103,21 @@ def test_the_paper_layout_reads_one_row_per_pair_in_input_order(tiny_scorer, mon
     contexts, responses = synthetic_pairs(6, seed=54)
     contexts = [contexts[0], contexts[1], contexts[0], contexts[0], contexts[2], contexts[1]]
     rows = rows_read(tiny_scorer, contexts, responses, monkeypatch)
-    assert [row.ids for row in rows] == tiny_scorer.encoder.encode(contexts, responses)
+    encoder = tiny_scorer.encoder
+    expected = pack(encoder.pair_format, encoder.tokenizer, contexts, [[response] for response in responses]).rows
+    assert [row.ids for row in rows] == [row.ids for row in expected]
 
 
 def test_empty_input_and_bad_per_row(tiny_shared_checkpoint):
     scorer = DensityScorer(str(tiny_shared_checkpoint), device="cpu", dtype="float32")
-    assert scorer.encoder.grouped_features([], []).shape == (0, scorer.encoder.dim)
+    assert scorer.encoder.features(scorer.encoder.encode([], [])).shape == (0, scorer.encoder.dim)
     with pytest.raises(ValueError, match="per_row must be >= 1"):
-        scorer.encoder.grouped_rows([["hi"]], ["hello"], per_row=0)
+        scorer.encoder.encode([["hi"]], ["hello"], per_row=0)
 
 
 @pytest.mark.parametrize("fixture", LAYOUTS)
 def test_a_batch_holds_at_most_batch_size_pairs_however_rows_are_packed(fixture, request, monkeypatch):
-    import density_metric.features as features_module
+    import density_metric.encoding.features as features_module
 
     scorer = DensityScorer(str(request.getfixturevalue(fixture)), device="cpu", dtype="float32", batch_size=5)
     contexts, responses = synthetic_pairs(40, seed=55)
@@ -132,7 +139,7 @@ def test_a_batch_holds_at_most_batch_size_pairs_however_rows_are_packed(fixture,
 
 
 def test_length_sorted_batches_count_the_pairs_each_row_holds():
-    from density_metric.features import length_sorted_batches
+    from density_metric.encoding.features import length_sorted_batches
 
     lengths, sizes = [10, 300, 40, 299, 50, 5], [1, 4, 2, 3, 1, 9]
     # longest first: rows 1 (4 pairs), 3 (3), 4 (1), 2 (2), 0 (1), 5 (9: more than a batch holds, alone)

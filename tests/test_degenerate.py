@@ -10,7 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from density_metric.cli import main
-from density_metric.pair_format import PairFormat, join_context, special_token_layout
+from density_metric.encoding.packing import pack
+from density_metric.encoding.pair_format import PairFormat, join_context, special_token_layout
+from density_metric.encoding.text_ids import reply_ids as text_reply_ids
 from density_metric.row_flags import count_flags, flag_summary, floor_distance, floor_distances
 
 from .tiny import synthetic_pairs
@@ -110,10 +112,10 @@ def test_truncated_says_whether_the_encoder_reads_less_than_the_whole_pair(tiny_
     words = "hi how are you fine thanks what a good day".split()
     contexts = [[" ".join(words[: i % 10])] * (i % 4) for i in range(40)]
     responses = [" ".join(words[: (3 * i) % 13]) for i in range(40)]
-    reply_ids = pair_format.reply_ids(tokenizer, responses)
+    reply_ids = text_reply_ids(tokenizer, responses)
     expected = []
     for context, reply in zip(contexts, reply_ids):
-        row = pair_format.encode_rows(tokenizer, [context], [[responses[len(expected)]]])[0]
+        row = pack(pair_format, tokenizer, [context], [[responses[len(expected)]]]).rows[0]
         full_context = len(tokenizer(join_context(context, "[SEP]", tokenizer), add_special_tokens=False)["input_ids"])
         if layout == "paper":
             kept_reply = min(len(reply), pair_format.max_response_length)
@@ -124,7 +126,7 @@ def test_truncated_says_whether_the_encoder_reads_less_than_the_whole_pair(tiny_
             kept_reply = len(row.ids) - in_context - len(before) - len(after)
         expected.append(kept_context < full_context or kept_reply < len(reply))
     assert any(expected) and not all(expected)
-    assert pair_format.truncated(tokenizer, contexts, reply_ids) == expected
+    assert pack(pair_format, tokenizer, contexts, [[r] for r in responses]).cut.tolist() == expected
 
 
 # ------------------------------------------------------------------ one warning per run

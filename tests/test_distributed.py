@@ -24,8 +24,8 @@ def _worker(rank, world_size, init_file, checkpoint, out_dir):
         assert is_distributed()
         scorer = DensityScorer(checkpoint, device="cpu", dtype="float32", batch_size=2)
         shard_sizes = []
-        features = scorer.features
-        scorer.features = lambda c, r: shard_sizes.append(len(r)) or features(c, r)
+        features_and_flags = scorer.features_and_flags
+        scorer.features_and_flags = lambda c, r: shard_sizes.append(len(r)) or features_and_flags(c, r)
         result = score_distributed(scorer, *synthetic_pairs(N_ROWS, seed=20))
         assert shard_sizes == [4 - rank]  # rank 0 scores rows 0, 2, 4, 6; rank 1 rows 1, 3, 5
         np.save(os.path.join(out_dir, f"rank{rank}.npy"), np.stack([result.scores, result.calibrated]))

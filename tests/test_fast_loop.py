@@ -8,7 +8,7 @@ import torch
 
 import train.loop as loop
 import train.step_batches as step_batches
-from density_metric.pair_format import PairFormat
+from density_metric.encoding.pair_format import PairFormat
 from train.config import TrainConfig, scaled_lr
 from train.data import epoch_batches, epoch_negatives
 from train.density_term import draw_copies

@@ -13,7 +13,7 @@ needs_data = pytest.mark.skipif(not (DATA / "dailydialog").is_dir(), reason="../
 
 @needs_data
 def test_host_pipeline_reports_every_path_on_both_sets(tiny_checkpoint, tmp_path, monkeypatch):
-    from density_metric import features
+    from density_metric.encoding import features
 
     monkeypatch.setattr(features, "batch_features", features.batch_features)  # the benchmark swaps it for zeros
     out = tmp_path / "host.json"

@@ -44,7 +44,7 @@ def test_text_beyond_max_length_keeps_the_most_recent_context(tiny_scorer):
     first = tiny_scorer.score([["hello hello"] + recent, ["weather nice"] + recent, recent[-1:]], ["good day"] * 3)
     assert first.scores[0] == pytest.approx(first.scores[1], rel=1e-6)
     assert first.scores[0] != pytest.approx(first.scores[2], rel=1e-6)
-    assert len(tiny_scorer.encoder.encode([recent], ["good day"])[0]) == tiny_scorer.encoder.max_length
+    assert len(tiny_scorer.encoder.encode([recent], ["good day"]).rows[0].ids) == tiny_scorer.encoder.max_length
 
 
 def test_emoji_and_other_scripts_are_scored(tiny_scorer):

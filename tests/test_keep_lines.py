@@ -8,7 +8,8 @@ import random
 import pytest
 from transformers import BertTokenizer
 
-from density_metric.pair_format import PairFormat, join_context
+from density_metric.encoding.packing import pack
+from density_metric.encoding.pair_format import PairFormat, join_context
 from train.corpora import response_pairs_with_dialogues
 from train.data import SelectionData
 from train.grounded_corpora import load_personachat
@@ -81,8 +82,8 @@ def test_a_context_without_lines_or_that_fits_is_left_as_it_is_and_the_last_turn
 def test_the_encoder_then_reads_the_lines_that_plain_left_truncation_cuts(tok):
     pair_format = PairFormat(max_length=24, max_response_length=4)
     context = ["your persona: i like the weather .", "hi you " * 9, "how are you"]
-    [plain] = pair_format.encode(tok, [context], ["fine"])
-    [kept] = pair_format.encode(tok, pair_format.keep_lines(tok, [context], [1]), ["fine"])
+    plain = pack(pair_format, tok, [context], [["fine"]]).rows[0].ids
+    kept = pack(pair_format, tok, pair_format.keep_lines(tok, [context], [1]), [["fine"]]).rows[0].ids
     weather = tok.convert_tokens_to_ids("weather")
     assert weather not in plain and weather in kept
 

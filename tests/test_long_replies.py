@@ -11,8 +11,9 @@ from density_metric import DensityScorer, compare
 from density_metric.cli import main
 from density_metric.comparison.significance import compare as compare_scores
 from density_metric.comparison.systems import SystemTable, check_same_scorer
-from density_metric.length_options import with_lengths
-from density_metric.pair_format import PairFormat
+from density_metric.encoding.length_options import with_lengths
+from density_metric.encoding.packing import pack
+from density_metric.encoding.pair_format import PairFormat
 
 from .test_cli import error_line, read_jsonl, run, write_jsonl
 
@@ -43,7 +44,7 @@ def test_a_raised_reply_cap_reads_long_replies_and_leaves_short_ones_as_they_wer
     assert raised.encoder.pair_format.max_length == (64 + 16 if layout == "shared-context" else 64)
     tokenizer = default.encoder.tokenizer
     for short in SHORT:  # the same token ids (and positions) at either cap
-        rows = [s.encoder.pair_format.encode_rows(tokenizer, [CONTEXTS[0]], [[short]])[0] for s in (default, raised)]
+        rows = [pack(s.encoder.pair_format, tokenizer, [CONTEXTS[0]], [[short]]).rows[0] for s in (default, raised)]
         assert rows[0] == rows[1]
     np.testing.assert_array_equal(raised.score(CONTEXTS, SHORT).scores, default.score(CONTEXTS, SHORT).scores)
     before, after = default.score(CONTEXTS, LONG), raised.score(CONTEXTS, LONG)

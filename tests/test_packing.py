@@ -1,4 +1,4 @@
-"""The packed host path (density_metric.packing, PairFormat.pack) against the former path, kept in
+"""The packed host path (density_metric.encoding: text_ids, packing.pack) against the former path, kept in
 benchmarks/reference_encoding.py: the same ids for text without special-token strings, and special-token text read
 as text."""
 
@@ -10,9 +10,10 @@ import torch
 from transformers import AutoTokenizer
 
 from benchmarks import reference_encoding as reference
-from density_metric.features import rows_to_batch, segment_mask
-from density_metric.packing import PackedRows, TextIds, gather, within
-from density_metric.pair_format import PairFormat
+from density_metric.encoding.features import rows_to_batch, segment_mask
+from density_metric.encoding.packing import PackedRows, pack
+from density_metric.encoding.pair_format import PairFormat
+from density_metric.encoding.text_ids import TextIds, gather, reply_ids, within
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -55,7 +56,7 @@ def test_gather_and_within_match_a_loop():
 def test_rows_are_those_of_the_joined_context_path_on_dailydialog_test(tokenizer, dialogues, pair_format):
     contexts, responses = every_turn(dialogues[:300])
     candidates = [[response] for response in responses]
-    assert list(pair_format.encode_rows(tokenizer, contexts, candidates)) == reference.encode_rows(
+    assert list(pack(pair_format, tokenizer, contexts, candidates).rows) == reference.encode_rows(
         pair_format, tokenizer, contexts, candidates
     )
 
@@ -75,7 +76,7 @@ def test_rows_are_those_of_the_joined_context_path_with_groups_blank_and_long_tu
         )
     for length in (256, 40):
         pair_format = PairFormat(layout=layout, max_length=length, max_response_length=length // 2)
-        assert list(pair_format.encode_rows(tokenizer, contexts, candidates)) == reference.encode_rows(
+        assert list(pack(pair_format, tokenizer, contexts, candidates).rows) == reference.encode_rows(
             pair_format, tokenizer, contexts, candidates
         )
 
@@ -89,7 +90,7 @@ def test_rows_are_those_of_the_joined_context_path_with_persona_lines(tokenizer)
     responses = [[context[-1]] for context in contexts]
     for layout in ("paper", "shared-context"):
         pair_format = PairFormat(layout=layout, max_length=128, max_response_length=64)
-        assert list(pair_format.encode_rows(tokenizer, contexts, responses)) == reference.encode_rows(
+        assert list(pack(pair_format, tokenizer, contexts, responses).rows) == reference.encode_rows(
             pair_format, tokenizer, contexts, responses
         )
 
@@ -98,7 +99,7 @@ def test_rows_are_those_of_the_joined_context_path_with_persona_lines(tokenizer)
 def test_cuts_are_those_of_the_joined_context_path(tokenizer, dialogues):
     contexts, responses = every_turn(dialogues[:200])
     for pair_format in FORMATS:
-        replies = pair_format.reply_ids(tokenizer, responses)
+        replies = reply_ids(tokenizer, responses)
         joined = tokenizer(
             [reference.join_context(turns, "[SEP]", tokenizer) for turns in contexts], add_special_tokens=False
         )["input_ids"]
@@ -110,7 +111,7 @@ def test_cuts_are_those_of_the_joined_context_path(tokenizer, dialogues):
             if pair_format.layout != "paper":
                 budget -= pair_format.max_response_length
             expected.append(kept < len(reply) or len(context) > budget)
-        assert pair_format.truncated(tokenizer, contexts, replies) == expected
+        assert pack(pair_format, tokenizer, contexts, [[r] for r in responses]).cut.tolist() == expected
         assert any(expected) and not all(expected)
 
 
@@ -123,9 +124,9 @@ def test_special_token_text_in_a_reply_or_a_turn_is_read_as_text(tokenizer, layo
     special_ids = set(tokenizer.all_special_ids)
     texts = [*tokenizer.all_special_tokens, *LOOK_ALIKES]
     assert {"[SEP]", "[CLS]", "[PAD]", "[UNK]", "[MASK]"} <= set(texts)
-    plain = pair_format.encode_rows(tokenizer, [["hello there"]], [["fine"]])[0]
+    plain = pack(pair_format, tokenizer, [["hello there"]], [["fine"]]).rows[0]
     for text in texts:
-        rows = pair_format.encode_rows(tokenizer, [["hello there", text]], [[text]])
+        rows = pack(pair_format, tokenizer, [["hello there", text]], [[text]]).rows
         ids = rows[0].ids
         # The template's special tokens and the one separator between the two turns, no more.
         expected = sum(token in special_ids for token in plain.ids) + 1
@@ -154,7 +155,7 @@ def test_each_distinct_text_is_tokenised_once_and_turns_beyond_the_budget_never(
     dialogue = [old, "how are you?", "fine, and you?", "good."]
     contexts = [dialogue[:i] for i in range(1, len(dialogue))] + [["never read", "x " * 300, "hi"]]
     pair_format = PairFormat(layout="shared-context", max_length=64, max_response_length=16)
-    pair_format.encode_rows(Counting(), contexts, [[turns[-1]] for turns in contexts])
+    pack(pair_format, Counting(), contexts, [[turns[-1]] for turns in contexts])
     assert sorted(seen) == sorted(set(seen))  # once each
     assert "never read" not in seen  # the turn after it already fills the budget
     assert old.strip() in seen and ("x " * 300).strip() in seen  # read by the contexts that keep part of them
@@ -165,7 +166,7 @@ def test_a_padded_batch_is_the_former_batch(tokenizer, layout):
     pair_format = PairFormat(layout=layout, max_length=48, max_response_length=12)
     contexts = [["hi there", "how are you?"], [], ["a " * 60], ["one", "", "two"]]
     candidates = [["fine", "good, thanks"], ["hello"], ["ok", "sure", "no"], []]
-    rows = pair_format.encode_rows(tokenizer, contexts, candidates)
+    rows = pack(pair_format, tokenizer, contexts, candidates).rows
     old = reference.rows_to_batch(reference.encode_rows(pair_format, tokenizer, contexts, candidates), 0)
     new = rows_to_batch(rows, 0)
     assert torch.equal(new["input_ids"], old["input_ids"])
@@ -182,7 +183,7 @@ def test_a_padded_batch_is_the_former_batch(tokenizer, layout):
 
 
 def test_packed_rows_round_trip_through_lists(tokenizer):
-    rows = PairFormat(layout="shared-context").encode_rows(tokenizer, [["hi"], ["a", "b"]], [["x", "y"], ["z"]])
+    rows = pack(PairFormat(layout="shared-context"), tokenizer, [["hi"], ["a", "b"]], [["x", "y"], ["z"]]).rows
     assert PackedRows.from_rows(list(rows)) == rows
     assert rows[-1] == rows[1] and rows[:1] == [rows[0]]
 

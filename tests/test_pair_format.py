@@ -5,7 +5,9 @@ import pytest
 from transformers import BertTokenizer
 
 from density_metric.checkpoint_format import DensityConfig
-from density_metric.pair_format import PairFormat, encode_pairs, join_context, special_token_layout
+from density_metric.encoding.length_options import with_max_length
+from density_metric.encoding.packing import encode_pairs, pack
+from density_metric.encoding.pair_format import PairFormat, join_context, special_token_layout
 
 from .tiny import tiny_vocab
 
@@ -65,14 +67,16 @@ def test_special_tokens_come_from_the_tokenizers_pair_template(tmp_path):
     assert len(before + between + after) == tok.num_special_tokens_to_add(pair=True)
 
 
-def test_encode_with_cuts_flags_exactly_the_pairs_that_truncation_cut(tmp_path):
+def test_a_packing_flags_exactly_the_pairs_that_truncation_cut(tmp_path):
     tok = tokenizer(tmp_path)
     fmt = PairFormat("[SEP]", max_length=12, max_response_length=4)
     contexts = [["hi"], [" ".join(["hi"] * 20)], ["hi"]]
     responses = ["fine", "fine", "fine fine fine fine fine"]
-    encoded, cut = fmt.encode_with_cuts(tok, contexts, responses)
-    assert cut == [False, True, True]
-    assert encoded == fmt.encode(tok, contexts, responses)
+    packing = pack(fmt, tok, contexts, [[response] for response in responses])
+    assert packing.cut.tolist() == [False, True, True]
+    assert [row.ids for row in packing.rows] == encode_pairs(
+        tok, contexts, responses, turn_separator="[SEP]", max_length=12, max_response_length=4
+    )
 
 
 @pytest.mark.parametrize(
@@ -91,9 +95,9 @@ def test_pair_format_rejects_values_that_cannot_encode_a_pair(fields, message):
 
 
 def test_a_shorter_max_length_caps_the_response_at_half_of_it():
-    fmt = PairFormat("[SEP]", max_length=256, max_response_length=128).with_max_length(64)
+    fmt = with_max_length(PairFormat("[SEP]", max_length=256, max_response_length=128), 64, 3, None)
     assert (fmt.max_length, fmt.max_response_length) == (64, 32)
-    assert PairFormat().with_max_length(None) == PairFormat()
+    assert with_max_length(PairFormat(), None, 3, None) == PairFormat()
 
 
 def test_pair_format_round_trips_through_density_config():
@@ -124,7 +128,7 @@ def test_a_turn_the_tokenizer_reduces_to_nothing_is_dropped_as_an_empty_one_is(t
     tok = tokenizer(tmp_path)
     assert tok(text, add_special_tokens=False)["input_ids"] == []  # the premise, from the tokenizer itself
     pair_format = PairFormat(max_length=32, max_response_length=8, layout=layout)
-    rows = pair_format.encode_rows(tok, [["hi", text, "you"], ["hi", "", "you"]], [["fine", text], ["fine", ""]])
+    rows = pack(pair_format, tok, [["hi", text, "you"], ["hi", "", "you"]], [["fine", text], ["fine", ""]]).rows
     half = len(rows) // 2  # paper: a row per (context, reply); shared-context: a row per context
     assert rows[:half] == rows[half:]
 
@@ -137,7 +141,7 @@ def test_the_blank_rule_agrees_with_the_bundled_tokenizer_on_every_character(tmp
     from transformers import AutoTokenizer
 
     from density_metric.checkpoint_sources import resolve_checkpoint
-    from density_metric.pair_format import is_blank
+    from density_metric.encoding.pair_format import is_blank
 
     tok = AutoTokenizer.from_pretrained(resolve_checkpoint(None).encoder_path)
     # The BMP, then every 61st code point beyond it (all of them take a minute).

@@ -118,7 +118,7 @@ def test_dialogue_scoring_rejects_one_turn_dialogues(tiny_scorer):
 
 
 def test_auto_device_is_cuda_if_present_and_auto_dtype_is_bf16_on_cuda_float32_on_cpu():
-    from density_metric.features import resolve_device, resolve_dtype
+    from density_metric.encoding.device import resolve_device, resolve_dtype
 
     assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
     assert resolve_dtype("auto", torch.device("cuda")) == "bfloat16"
@@ -127,7 +127,7 @@ def test_auto_device_is_cuda_if_present_and_auto_dtype_is_bf16_on_cuda_float32_o
 
 
 def test_cpu_batches_are_capped_by_padded_tokens():
-    from density_metric.features import length_sorted_batches
+    from density_metric.encoding.features import length_sorted_batches
 
     lengths = [10, 300, 40, 299, 50, 5]
     batches = length_sorted_batches(lengths, batch_size=3, max_tokens=600)
@@ -137,7 +137,7 @@ def test_cpu_batches_are_capped_by_padded_tokens():
 
 def test_last_layer_computed_for_cls_only_gives_the_full_models_features(tiny_checkpoint, tiny_scorer):
     from density_metric.checkpoint_format import load_checkpoint
-    from density_metric.features import Encoder
+    from density_metric.encoding.features import Encoder
 
     checkpoint = load_checkpoint(tiny_checkpoint)
     full = Encoder.load(checkpoint.encoder_path, checkpoint.config.pair_format, device="cpu", dtype="float32")
@@ -151,7 +151,8 @@ def test_last_layer_computed_for_cls_only_gives_the_full_models_features(tiny_ch
     )
     assert tiny_scorer.encoder.cls_only_last_layer and not full.cls_only_last_layer
     contexts, responses = synthetic_pairs(60, seed=15)  # uneven lengths, so padding masks matter
-    np.testing.assert_allclose(tiny_scorer.features(contexts, responses), full.features(contexts, responses), atol=2e-5)
+    full_features = full.features(full.encode(contexts, responses, group=False))
+    np.testing.assert_allclose(tiny_scorer.features(contexts, responses), full_features, atol=2e-5)
 
 
 def test_cls_only_layer_falls_back_to_the_full_model_with_a_warning_on_an_unchecked_transformers(
@@ -161,12 +162,12 @@ def test_cls_only_layer_falls_back_to_the_full_model_with_a_warning_on_an_unchec
 
     from density_metric.backbone import load_backbone
     from density_metric.checkpoint_format import load_checkpoint
-    from density_metric.last_layer import compute_cls_only_in_last_layer
+    from density_metric.encoding.last_layer import compute_cls_only_in_last_layer
 
     model, _ = load_backbone(load_checkpoint(tiny_checkpoint).encoder_path)
     forward = model.encoder.layer[-1].forward
     monkeypatch.setattr(transformers, "__version__", "6.0.0")
-    with caplog.at_level("WARNING", logger="density_metric.last_layer"):
+    with caplog.at_level("WARNING", logger="density_metric.encoding.last_layer"):
         assert compute_cls_only_in_last_layer(model) is False
     assert "computing the full last layer" in caplog.text and "transformers 6.0.0" in caplog.text
     assert model.encoder.layer[-1].forward == forward
@@ -193,7 +194,7 @@ def test_scores_under_the_default_dtype_do_not_depend_on_the_batch(tiny_checkpoi
 @pytest.mark.skipif(not __import__("os").path.exists("/proc/cpuinfo"), reason="reads Linux CPU flags")
 def test_native_bf16_means_bf16_instructions_in_the_cpu_flags():
     """Not oneDNN's bf16 support, which plain AVX512 (emulated, 4x slower than float32 here) also claims."""
-    from density_metric.features import cpu_has_native_bf16
+    from density_metric.encoding.device import cpu_has_native_bf16
 
     flags = set(open("/proc/cpuinfo", encoding="utf-8").read().split())
     assert cpu_has_native_bf16() == bool(flags & {"avx512_bf16", "amx_bf16"})
@@ -202,21 +203,21 @@ def test_native_bf16_means_bf16_instructions_in_the_cpu_flags():
 def test_the_machine_is_described_by_its_cpu_model_threads_and_bf16(monkeypatch):
     import torch
 
-    from density_metric import features
+    from density_metric.encoding import device
 
-    text = features.machine_description("cpu")
+    text = device.machine_description("cpu")
     assert re.search(rf"\({torch.get_num_threads()} threads?[,)]", text) and text.endswith(")")
     monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
-    assert re.search(r"\(1 thread[,)]", features.machine_description("cpu"))
+    assert re.search(r"\(1 thread[,)]", device.machine_description("cpu"))
     monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
-    assert "(2 threads" in features.machine_description("cpu")
+    assert "(2 threads" in device.machine_description("cpu")
     if __import__("os").path.exists("/proc/cpuinfo"):
         names = [line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")]
         assert not names or text.startswith(f"{names[0]} CPU (")
-    monkeypatch.setattr(features, "cpu_has_native_bf16", lambda: True)
-    assert features.machine_description("cpu").endswith(", native bf16)")
-    monkeypatch.setattr(features, "cpu_has_native_bf16", lambda: False)
-    assert "bf16" not in features.machine_description("cpu")
+    monkeypatch.setattr(device, "cpu_has_native_bf16", lambda: True)
+    assert device.machine_description("cpu").endswith(", native bf16)")
+    monkeypatch.setattr(device, "cpu_has_native_bf16", lambda: False)
+    assert "bf16" not in device.machine_description("cpu")
 
 
 def test_a_zero_width_turn_scores_as_an_empty_turn_does(tiny_scorer):
@@ -268,7 +269,7 @@ def test_score_dataset_shows_its_progress_bar_when_asked(tiny_checkpoint, capsys
 def test_token_budget_and_pair_cap_do_not_change_float32_scores(tiny_scorer):
     """Batches by a token budget (max_tokens) or by pairs (batch_size) read the same pairs: the scores agree to
     float32 rounding, against the scorer's defaults."""
-    from density_metric.features import CPU_BATCH_SIZE, CPU_MAX_TOKENS
+    from density_metric.encoding.features import CPU_BATCH_SIZE, CPU_MAX_TOKENS
 
     contexts, responses = synthetic_pairs(70, seed=46)
     reference = tiny_scorer.score(contexts, responses).scores
@@ -281,7 +282,7 @@ def test_token_budget_and_pair_cap_do_not_change_float32_scores(tiny_scorer):
         finally:
             tiny_scorer.batch_size, tiny_scorer.encoder.max_tokens = 8, CPU_MAX_TOKENS
     with pytest.raises(ValueError, match="max_tokens must be a positive integer"):
-        from density_metric.features import Encoder
+        from density_metric.encoding.features import Encoder
 
         Encoder(tiny_scorer.encoder.model, tiny_scorer.encoder.tokenizer, tiny_scorer.encoder.pair_format, max_tokens=0)
 

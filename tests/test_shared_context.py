@@ -10,8 +10,9 @@ import torch
 
 from density_metric import DensityScorer
 from density_metric.checkpoint_format import CONFIG_FILE, load_checkpoint
-from density_metric.features import Encoder, batch_features, rows_to_batch, segment_mask
-from density_metric.pair_format import PairFormat
+from density_metric.encoding.features import Encoder, batch_features, rows_to_batch, segment_mask
+from density_metric.encoding.packing import pack
+from density_metric.encoding.pair_format import PairFormat
 
 from .tiny import synthetic_pairs
 
@@ -30,7 +31,7 @@ def encoder(request):
 
 
 def row_features(encoder, contexts, groups):
-    rows = encoder.pair_format.encode_rows(encoder.tokenizer, contexts, groups)
+    rows = pack(encoder.pair_format, encoder.tokenizer, contexts, groups).rows
     batch = rows_to_batch(rows, encoder.tokenizer.pad_token_id, encoder.pair_format.pooling)
     with torch.inference_mode():
         return batch_features(encoder.model, batch).numpy()
@@ -83,7 +84,7 @@ def test_mean_pooling_is_the_mean_of_each_blocks_final_layer_states(tiny_mean_po
     groups = [responses[:3], responses[3:5]]
     pooled = row_features(encoder, contexts[:2], groups)
     plain, _ = load_backbone(load_checkpoint(tiny_mean_pooled_checkpoint).encoder_path)
-    rows = encoder.pair_format.encode_rows(encoder.tokenizer, contexts[:2], groups)
+    rows = pack(encoder.pair_format, encoder.tokenizer, contexts[:2], groups).rows
     expected = []
     for row in rows:
         batch = rows_to_batch([row], encoder.tokenizer.pad_token_id)
@@ -104,7 +105,7 @@ def test_mean_pooling_is_the_mean_of_each_blocks_final_layer_states(tiny_mean_po
 
 def test_mean_pooling_refuses_a_model_that_computes_its_feature_tokens_only(tiny_shared_checkpoint):
     encoder = load_encoder(tiny_shared_checkpoint)  # feature-token pooling: last layer patched
-    rows = encoder.pair_format.encode_rows(encoder.tokenizer, [["hi"]], [["hello", "bye"]])
+    rows = pack(encoder.pair_format, encoder.tokenizer, [["hi"]], [["hello", "bye"]]).rows
     with pytest.raises(ValueError, match="mean pooling needs the whole last layer"):
         batch_features(encoder.model, rows_to_batch(rows, encoder.tokenizer.pad_token_id, "mean"))
 
@@ -125,7 +126,7 @@ def test_positions_restart_after_the_context_and_never_pass_max_length(tmp_path)
 
     tok = tokenizer(tmp_path)
     fmt = PairFormat(max_length=16, max_response_length=4, layout="shared-context")
-    [row] = fmt.encode_rows(tok, [[" ".join(["hi"] * 30)]], [["fine thanks", "a b c d e f g"]])
+    [row] = pack(fmt, tok, [[" ".join(["hi"] * 30)]], [["fine thanks", "a b c d e f g"]]).rows
     context_length = row.features[0]  # [CLS] context [SEP]
     assert context_length - 2 == 16 - 4 - 4  # the context keeps max_length - max_response_length - 4 tokens
     assert tok.convert_ids_to_tokens(row.ids[row.features[1] : row.features[1] + 6]) == [

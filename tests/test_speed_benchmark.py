@@ -2,6 +2,7 @@
 
 from benchmarks.speed import rank_speed
 from density_metric import DensityScorer
+from density_metric.encoding.packing import pack
 
 from .tiny import synthetic_pairs
 
@@ -26,12 +27,15 @@ def test_grouping_benchmark_scores_the_same_pairs_and_reads_each_context_once(ti
     assert report["max_rel_score_diff"] < 1e-5
     # Independent count: alone, every pair is a row with its context; grouped, each context once.
     encoder = scorer.encoder
-    per_pair = encoder.pair_format.encode_rows(
-        encoder.tokenizer, [c for _ in systems for c in contexts], [[r] for s in systems.values() for r in s]
-    )
-    per_context = encoder.pair_format.encode_rows(
-        encoder.tokenizer, contexts, [[systems[name][i] for name in systems] for i in range(6)]
-    )
+    per_pair = pack(
+        encoder.pair_format,
+        encoder.tokenizer,
+        [c for _ in systems for c in contexts],
+        [[r] for s in systems.values() for r in s],
+    ).rows
+    per_context = pack(
+        encoder.pair_format, encoder.tokenizer, contexts, [[systems[name][i] for name in systems] for i in range(6)]
+    ).rows
     assert report["alone_tokens"] == sum(len(row.ids) for row in per_pair)
     assert report["grouped_tokens"] == sum(len(row.ids) for row in per_context) < report["alone_tokens"]
 
@@ -42,7 +46,7 @@ def test_train_speed_times_the_optimizer_steps_of_a_trainer(backbone, tmp_path):
     import math
 
     from benchmarks.train_speed import time_steps
-    from density_metric.pair_format import PairFormat
+    from density_metric.encoding.pair_format import PairFormat
     from train.config import TrainConfig
     from train.data import SelectionData, epoch_negatives
     from train.loop import Trainer

@@ -1,5 +1,6 @@
-"""The training's token store (train/token_store.py) against the scorer's PairFormat.pack: the same model inputs
-for the same contexts and candidates, both layouts, cut contexts and replies, blank turns and special-token text."""
+"""The training's token store (train/token_store.py) against the scorer's packing (density_metric.encoding.pack): the
+same model inputs for the same contexts and candidates, both layouts, cut contexts and replies, blank turns and
+special-token text."""
 
 from pathlib import Path
 
@@ -8,8 +9,9 @@ import pytest
 import torch
 from transformers import AutoTokenizer
 
-from density_metric.features import rows_to_batch
-from density_metric.pair_format import PairFormat
+from density_metric.encoding.features import rows_to_batch
+from density_metric.encoding.packing import pack
+from density_metric.encoding.pair_format import PairFormat
 from train.step_batches import one_ahead
 from train.token_store import TokenStore, speaker_joins
 
@@ -53,12 +55,13 @@ def test_the_stores_inputs_equal_the_scorers_packing(tokenizer, pair_format):
         rows = rng.choice(len(contexts), size=8, replace=False)
         candidates = rng.choice(len(texts), size=(8, size))
         got = store.batch(rows, candidates)
-        packed = pair_format.pack(tokenizer, [contexts[i] for i in rows], [[texts[j] for j in r] for r in candidates])
+        packed = pack(pair_format, tokenizer, [contexts[i] for i in rows], [[texts[j] for j in r] for r in candidates])
         expected = rows_to_batch(packed.rows, tokenizer.pad_token_id, pair_format.pooling)
         assert sorted(got) == sorted(expected)
         for name, tensor in expected.items():
             assert got[name].dtype == tensor.dtype and torch.equal(got[name], tensor), name
-    lengths = [len(ids) for ids in pair_format.encode(tokenizer, contexts, texts[: len(contexts)])]
+    paper = pack(pair_format, tokenizer, contexts, [[text] for text in texts[: len(contexts)]], layout="paper")
+    lengths = paper.rows.lengths.tolist()
     assert (max(lengths) == pair_format.max_length) == (pair_format.max_length < 256)  # the short formats cut
 
 

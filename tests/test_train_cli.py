@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from density_metric.checkpoint_format import DensityConfig
-from density_metric.pair_format import PairFormat
+from density_metric.encoding.pair_format import PairFormat
 from train.__main__ import build_parser
 from train.config import TrainConfig, flag_of
 from train.flags import config_from_args, pair_format_from

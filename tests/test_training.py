@@ -12,7 +12,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from density_metric.pair_format import PairFormat
+from density_metric.encoding.pair_format import PairFormat
 from train.config import TrainConfig
 from train.corpora import response_pairs, response_pairs_with_dialogues
 from train.data import SelectionData
@@ -239,7 +239,7 @@ def test_train_command_writes_a_checkpoint_the_metric_loads_with_head_and_card(b
     assert card.startswith("---\nlicense: other\nbase_model: ")
     assert "name: Recall@1" in card and not re.search(r"\$[a-z_]+", card)
     assert "python -m train train --corpus jsonl" in card
-    from density_metric.features import machine_description
+    from density_metric.encoding.device import machine_description
 
     flat = " ".join(card.split())
     assert "optimizer steps of 4 contexts" in flat and f"on {machine_description('cpu')}, in " in flat

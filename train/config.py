@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
-from density_metric.pair_format import PairFormat
+from density_metric.encoding.pair_format import PairFormat
 
 from .arguments import check_at_least
 from .density_term import (

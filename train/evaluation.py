@@ -12,7 +12,8 @@ import numpy as np
 import torch
 
 from density_metric.correlation import auc, pearson, spearman
-from density_metric.features import rows_to_batch
+from density_metric.encoding.features import rows_to_batch
+from density_metric.encoding.packing import pack
 from density_metric.gaussian import GaussianAccumulator, GaussianStats
 
 from .bland import bland_list, require_bland_list, use_bland_list
@@ -27,7 +28,7 @@ from .validation import last_turn_overlap
 
 def encode_groups(tokenizer, config: TrainConfig, contexts, candidates) -> dict[str, torch.Tensor]:
     """Model inputs of every (context, candidate) of the groups, group after group, in the run's layout."""
-    rows = config.pair_format.encode_rows(tokenizer, contexts, candidates)
+    rows = pack(config.pair_format, tokenizer, contexts, candidates).rows
     return rows_to_batch(rows, tokenizer.pad_token_id, config.pair_format.pooling)
 
 

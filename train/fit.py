@@ -27,8 +27,8 @@ from density_metric.checkpoint_format import (
     save_checkpoint,
     save_gaussian,
 )
+from density_metric.encoding.features import Encoder
 from density_metric.errors import fail
-from density_metric.features import Encoder
 from density_metric.fingerprint import FINGERPRINT_KEY
 from density_metric.gaussian import ESTIMATORS, GaussianAccumulator, GaussianStats
 from density_metric.repetition import RepetitionTerm
@@ -58,10 +58,10 @@ def accumulate_features(
     accumulator = GaussianAccumulator(encoder.dim)
     for start in range(0, len(responses), chunk_size):
         stop = start + chunk_size
-        for _, features in encoder.iter_features(
-            contexts[start:stop], responses[start:stop], batch_size, progress=True
-        ):
-            accumulator.update(features)
+        packing = encoder.encode(contexts[start:stop], responses[start:stop], group=False)
+        encoder.features(
+            packing, batch_size, progress=True, each_batch=lambda _, features: accumulator.update(features)
+        )
         logger.info("fitted %d / %d pairs", min(stop, len(responses)), len(responses))
     return accumulator
 
@@ -100,7 +100,7 @@ def calibrate_with_repetition_term(
     held-out golds' distances with that term."""
     term = RepetitionTerm.fit(encoder.rep2(train_responses), weight, cap) if weight else None
     stats = replace(stats, repetition=term)
-    features = encoder.features(*heldout_pairs, batch_size=batch_size, progress=True)
+    features = encoder.features(encoder.encode(*heldout_pairs, group=False), batch_size, progress=True)
     return stats.calibrated(stats.distances(features, encoder.rep2(heldout_pairs[1]) if term is not None else None))
 
 
@@ -189,7 +189,7 @@ def _write_encoder(encoder_dir, out: Path, weights_dtype: str) -> None:
     The weights are read as stored: the scoring Encoder adapts its copy for inference.
     """
     from density_metric.backbone import load_backbone, quiet_transformers, save_tokenizer
-    from density_metric.features import DTYPES
+    from density_metric.encoding.device import DTYPES
 
     if weights_dtype not in WEIGHT_DTYPES:
         raise ValueError(f"weights_dtype must be one of {WEIGHT_DTYPES}, got {weights_dtype!r}")

@@ -15,7 +15,7 @@ import argparse
 import typing
 from dataclasses import fields
 
-from density_metric.pair_format import LAYOUTS, POOLINGS, PairFormat
+from density_metric.encoding.pair_format import LAYOUTS, POOLINGS, PairFormat
 
 from .arguments import checkpoint_folder
 from .config import TrainConfig, flag_of

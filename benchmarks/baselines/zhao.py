@@ -33,7 +33,8 @@ import torch
 from torch import nn
 
 from density_metric.checkpoint_sources import resolve_checkpoint
-from density_metric.features import length_sorted_batches, rows_to_batch
+from density_metric.encoding.features import length_sorted_batches, rows_to_batch
+from density_metric.encoding.packing import pack
 
 from .common import CONFIG_FILE, WEIGHTS_FILE, load_state_checked, load_weights, save_weights
 
@@ -92,7 +93,7 @@ class ZhaoModel(nn.Module):
         load_state_checked(self.trainable, state, path)
 
     def encode(self, contexts, responses) -> list:
-        return self.pair_format.encode_rows(self.tokenizer, contexts, [[response] for response in responses])
+        return pack(self.pair_format, self.tokenizer, contexts, [[response] for response in responses]).rows
 
     def forward(self, rows) -> torch.Tensor:
         batch = rows_to_batch(rows, self.tokenizer.pad_token_id, self.pair_format.pooling)

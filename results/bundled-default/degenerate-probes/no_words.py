@@ -23,6 +23,7 @@ from collections import Counter
 from pathlib import Path
 
 from density_metric import DensityScorer
+from density_metric.encoding.text_ids import reply_ids
 from density_metric.row_flags import EMPTY, PUNCTUATION, reply_flag
 from train.corpora import load_chitchat, load_dailydialog, load_self_dialogue, response_pairs
 from train.corpus_rows import SEEDED_SPLITS
@@ -83,7 +84,7 @@ def count(replies: list[tuple[str, bool]], pair_format, tokenizer) -> dict:
     """How many of ``replies`` have no words (all and those a person wrote), the checkpoint's flag of those (with
     ``tokenizer``), and the most frequent of them."""
     texts = [reply for reply, _ in replies]
-    ids = pair_format.reply_ids(tokenizer, texts)
+    ids = reply_ids(tokenizer, texts)
     # With no unknown token, reply_flag leaves out "unreadable": empty or punctuation is then exactly "no words".
     none = [i for i, reply_ids in enumerate(ids) if reply_flag(texts[i], reply_ids, None) in (EMPTY, PUNCTUATION)]
     return {

@@ -8,7 +8,7 @@ checkpoint) does to its scores. Two checks (issue 68), on DailyDialog's test dia
     reads past 64, the spam must lower the score: below the real reply's at that cap, and below its own at cap 64.
 (b) replies under 64 tokens. Seeded sample of DailyDialog test pairs (every turn from the second against its
     prefix) whose reply has fewer than 64 word pieces: each must score the same at every cap (the context keeps its
-    budget: ``density_metric.length_options``).
+    budget: ``density_metric.encoding.length_options``).
 
 float32 on CPU. Usage, from the repository root (about 2 minutes on 2 cores):
 

@@ -6,8 +6,8 @@ PYTHONPATH=. python results/experiments/negative-mix/feature_collapse.py
 import numpy as np
 import torch
 
-from density_metric.features import Encoder
-from density_metric.pair_format import PairFormat
+from density_metric.encoding.features import Encoder
+from density_metric.encoding.pair_format import PairFormat
 from train.corpora import load_dailydialog, response_pairs
 
 torch.set_num_threads(1)
@@ -15,7 +15,7 @@ c, r = response_pairs(load_dailydialog("../shared/data/dailydialog", "validation
 pf = PairFormat(max_length=128, max_response_length=32, layout="shared-context")
 for arm in ("random", "mix"):
     e = Encoder.load(f"runs/pilot-mix/{arm}/best", pf, device="cpu", dtype="float32")
-    f = e.features(c[:40], r[:40]).astype(np.float64)
+    f = e.features(e.encode(c[:40], r[:40], group=False)).astype(np.float64)
     z = f / np.linalg.norm(f, axis=1, keepdims=True)
     cos = z @ z.T
     print(

@@ -17,7 +17,7 @@ import numpy as np
 
 from density_metric import DensityScorer
 from density_metric.correlation import auc, spearman
-from density_metric.features import Encoder
+from density_metric.encoding.features import Encoder
 from density_metric.gaussian import GaussianAccumulator, GaussianStats
 from density_metric.repetition import rep2
 from train.corpora import load_dailydialog, response_pairs_with_dialogues

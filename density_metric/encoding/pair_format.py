@@ -1,8 +1,9 @@
 """How a (context, response) pair becomes encoder input: the one place that knows it.
 
-Training, Gaussian fitting and scoring all encode through :meth:`PairFormat.encode`, and a
-checkpoint stores its :class:`PairFormat` in ``density_config.json``, so a pair is always
-read the same way. For a BERT tokenizer the input is::
+:class:`PairFormat` says *what* an encoder row holds; :mod:`density_metric.encoding.packing` builds the rows
+(training, Gaussian fitting and scoring alike: :mod:`density_metric.encoding` says which call to use), and a
+checkpoint stores its :class:`PairFormat` in ``density_config.json``, so a pair is always read the same way. For a
+BERT tokenizer the input is::
 
     [CLS] turn_1 SEP_T turn_2 SEP_T ... turn_k [SEP] response [SEP]
 
@@ -43,13 +44,11 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import NamedTuple
 
 import numpy as np
 
-from .length_options import MAX_LENGTH, with_max_length
-from .packing import ContextTails, PackedRows, TextIds, assemble_rows, context_tails, distinct_contexts
-from .packing import PackedRow as PackedRow  # re-exported: rows are built here
+from .length_options import MAX_LENGTH
+from .text_ids import TextIds, context_tails
 
 # The fewest special tokens a pair template adds ([CLS] a [SEP] b [SEP]); the response cap
 # must leave room for them. The tokenizer's real count is checked when encoding.
@@ -76,8 +75,8 @@ def is_blank(text: str, tokenizer=None) -> bool:
 def join_context(turns: Sequence[str], turn_separator: str, tokenizer=None) -> str:
     """Join context turns, oldest first, with the turn separator (spaces around it); blank turns
     (:func:`is_blank`, with ``tokenizer`` if given) are dropped. For reading: the encoder joins the turns' ids
-    with the separator's id (:meth:`PairFormat.pack`), never this text, in which a turn's ``[SEP]`` would be read
-    as the separator."""
+    with the separator's id (:func:`~density_metric.encoding.packing.pack`), never this text, in which a turn's
+    ``[SEP]`` would be read as the separator."""
     return f" {turn_separator} ".join(turn.strip() for turn in turns if not is_blank(turn, tokenizer))
 
 
@@ -172,13 +171,6 @@ class PairFormat:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def with_max_length(
-        self, max_length: int | None, special_tokens: int = MIN_SPECIAL_TOKENS, limit: int | None = None
-    ) -> PairFormat:
-        """This format with another ``max_length`` (the response keeps at most half of it):
-        :func:`~density_metric.length_options.with_max_length`."""
-        return with_max_length(self, max_length, special_tokens, limit)
-
     def special_tokens(self, tokenizer) -> int:
         """Special tokens a pair takes in this layout: the pair template's, and in the shared-context layout
         its leading ones once more (they open the context and the block)."""
@@ -189,17 +181,7 @@ class PairFormat:
         """Whether the turn separator is one token of ``tokenizer``'s vocabulary."""
         return tokenizer.convert_tokens_to_ids(self.turn_separator) not in (None, tokenizer.unk_token_id)
 
-    def encode(self, tokenizer, contexts: Sequence[Sequence[str]], responses: Sequence[str]) -> list[list[int]]:
-        """Token ids of every pair in the ``paper`` layout, each at most ``max_length`` long.
-
-        Args:
-            tokenizer: a fast tokenizer with a pair template (BERT-style).
-            contexts: n lists of turns, oldest first. An empty list is an empty context.
-            responses: n strings.
-        """
-        return self.encode_with_cuts(tokenizer, contexts, responses)[0]
-
-    def _context_budget(
+    def budget_beside(
         self, specials: tuple[list[int], list[int], list[int]], kept_response: int, layout: str | None = None
     ) -> int:
         """Most context tokens a pair keeps beside ``kept_response`` reply tokens, given the pair template's
@@ -214,18 +196,18 @@ class PairFormat:
     def context_budget(self, tokenizer) -> int:
         """Most context tokens every pair keeps, whatever its reply: in the ``paper`` layout beside a reply of
         ``max_response_length`` tokens (a shorter reply leaves more), in ``shared-context`` the fixed budget."""
-        return self._context_budget(special_token_layout(tokenizer), self.max_response_length)
+        return self.budget_beside(special_token_layout(tokenizer), self.max_response_length)
 
     def keep_lines(self, tokenizer, contexts: Sequence[Sequence[str]], lines: Sequence[int]) -> list[list[str]]:
         """The contexts with their grounding lines read whole where they fit: context ``i``'s first ``lines[i]``
         turns are grounding lines (persona or knowledge lines), and where the context is longer than
         :meth:`context_budget`, its oldest dialogue turns after the lines are dropped, never the last one, until
-        it fits. Plain left truncation (:meth:`encode`) would cut the lines first, since they come first.
+        it fits. Plain left truncation (the encoder's) would cut the lines first, since they come first.
 
         A context without lines, or one that fits, comes back as it is (a new list); one whose lines and last
         turn alone do not fit keeps them, and the encoder's left cut then takes the excess off the lines.
         Lengths are counted per turn (blank turns none, one separator between kept turns), as the encoder
-        reads them (:class:`~density_metric.packing.TextIds`); each distinct turn is tokenised once.
+        reads them (:class:`~density_metric.encoding.text_ids.TextIds`); each distinct turn is tokenised once.
         """
         if len(contexts) != len(lines):
             raise ValueError(f"{len(contexts)} contexts but {len(lines)} line counts")
@@ -258,188 +240,3 @@ class PairFormat:
     def separator_ids(self, tokenizer) -> list[int]:
         """The ids put between two context turns: the turn separator read as the token it names."""
         return tokenizer(self.turn_separator, add_special_tokens=False)["input_ids"]
-
-    def reply_ids(self, tokenizer, responses: Sequence[str]) -> list[list[int]]:
-        """Each reply's token ids as :meth:`encode` reads them, before truncation: ``[]`` for a blank reply."""
-        text_ids = TextIds(tokenizer)
-        return text_ids.ids(text_ids.encode([response.strip() for response in responses]))
-
-    def truncated(
-        self,
-        tokenizer,
-        contexts: Sequence[Sequence[str]],
-        reply_ids: Sequence[Sequence[int]],
-    ) -> list[bool]:
-        """For every pair, whether this format cuts its context or its reply (of token ids ``reply_ids``, from
-        :meth:`reply_ids`) to fit: the encoder then reads only part of the pair (:meth:`truncation` says which)."""
-        reply_cut, context_cut = self.truncation(tokenizer, contexts, reply_ids)
-        return [a or b for a, b in zip(reply_cut, context_cut)]
-
-    def truncation(
-        self, tokenizer, contexts: Sequence[Sequence[str]], reply_ids: Sequence[Sequence[int]]
-    ) -> tuple[list[bool], list[bool]]:
-        """For every pair, whether the reply's cap (``max_response_length``) cuts its reply, of token ids
-        ``reply_ids``, and whether the context is cut to fit ``max_length``: two lists of n. Each distinct turn is
-        tokenised once, and only as far back as the encoder could read."""
-        if not contexts:
-            return [], []
-        specials = special_token_layout(tokenizer)
-        reply = np.fromiter(map(len, reply_ids), dtype=np.int64, count=len(reply_ids))
-        ones = np.ones(len(contexts), dtype=np.int64)
-        read = self._read_contexts(TextIds(tokenizer), specials, contexts, ones, reply, self.layout)
-        return (read.kept < reply).tolist(), read.context_cut.tolist()
-
-    def _read_contexts(
-        self,
-        text_ids: TextIds,
-        specials,
-        contexts: Sequence[Sequence[str]],
-        sizes: np.ndarray,
-        reply: np.ndarray,
-        layout,
-    ) -> _ReadContexts:
-        """Each distinct context read as far back as its pairs keep it (:func:`~density_metric.packing.context_tails`),
-        for contexts with ``sizes`` (n,) candidates each whose replies have ``reply`` (m,) tokens, and per candidate
-        whether truncation cuts its pair. In the paper layout a context is read as far as its shortest reply lets
-        it; in shared-context every context, one without candidates too, to the same budget."""
-        kept = np.minimum(reply, self.max_response_length)
-        budget = self._budgets(specials, kept, layout)
-        owner, distinct = distinct_contexts(contexts)
-        candidate_owner = np.repeat(owner, sizes)
-        if layout == "paper":
-            context_budget = _most(candidate_owner, budget, len(distinct))
-        else:
-            context_budget = self._context_budget(specials, 0, layout)
-        separator = text_ids.constant(self.separator_ids(text_ids.tokenizer))
-        tails = context_tails(text_ids, distinct, separator, context_budget)
-        context_cut = tails.lengths[candidate_owner] > budget
-        return _ReadContexts(owner, candidate_owner, tails, budget, kept, (kept < reply) | context_cut, context_cut)
-
-    def _budgets(self, specials, kept_response: np.ndarray, layout: str) -> np.ndarray:
-        """:meth:`_context_budget` of every pair with ``kept_response`` (n,) reply tokens: (n,) int64."""
-        if layout == "paper":
-            return self._context_budget(specials, 0, "paper") - kept_response
-        return np.full(len(kept_response), self._context_budget(specials, 0, layout), dtype=np.int64)
-
-    def encode_with_cuts(
-        self, tokenizer, contexts: Sequence[Sequence[str]], responses: Sequence[str]
-    ) -> tuple[list[list[int]], list[bool]]:
-        """:meth:`encode`, and for every pair whether truncation cut its context or response. One pair a row in
-        the paper layout's template and budget, whatever this format's layout."""
-        packed = self.pack(tokenizer, contexts, [[response] for response in responses], layout="paper")
-        ids, offsets = packed.rows.ids, packed.rows.offsets.tolist()
-        return [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])], packed.cut.tolist()
-
-    def encode_rows(
-        self,
-        tokenizer,
-        contexts: Sequence[Sequence[str]],
-        candidates: Sequence[Sequence[str]],
-    ) -> PackedRows:
-        """Encoder rows for each context with its candidates, in this format's layout.
-
-        ``paper``: one row per (context, candidate), context after context; ``shared-context``:
-        one row per context holding all its candidates. Either way the rows' ``features`` list
-        the candidates in input order.
-
-        Args:
-            contexts: n lists of turns, oldest first.
-            candidates: n lists of responses, one list per context.
-
-        Returns:
-            The rows in flat arrays (:class:`~density_metric.packing.PackedRows`, a sequence of ``PackedRow``).
-        """
-        return self.pack(tokenizer, contexts, candidates).rows
-
-    def pack(
-        self,
-        tokenizer,
-        contexts: Sequence[Sequence[str]],
-        candidates: Sequence[Sequence[str]],
-        *,
-        layout: str | None = None,
-        text_ids: TextIds | None = None,
-    ) -> Packing:
-        """:meth:`encode_rows`, with what else the rows tell: per candidate whether it was cut, and its reply's
-        codes in ``text_ids`` (a fresh :class:`~density_metric.packing.TextIds` unless given).
-
-        Every distinct text is tokenised once, special-token text as text; the context is joined from its turns'
-        ids and the separator's, read back only as far as the encoder reads it; rows are assembled by gathers,
-        without a Python loop over pairs. ``layout``: this format's by default.
-        """
-        layout = layout or self.layout
-        if len(contexts) != len(candidates):
-            raise ValueError(f"{len(contexts)} contexts but {len(candidates)} candidate lists")
-        specials = before, between, after = special_token_layout(tokenizer)
-        if layout == "shared-context" and not before:
-            name = type(tokenizer).__name__
-            raise ValueError(f"layout 'shared-context' needs a pair template that opens with a token; {name} has none")
-        if self._context_budget(specials, self.max_response_length, layout) < 0:
-            raise ValueError(
-                f"max_response_length={self.max_response_length} leaves no room in max_length={self.max_length}"
-            )
-        text_ids = text_ids or TextIds(tokenizer)
-        open_, middle, close = (text_ids.constant(ids) for ids in specials)
-        sizes = np.fromiter(map(len, candidates), dtype=np.int64, count=len(candidates))
-        replies = text_ids.encode([response.strip() for group in candidates for response in group])
-        read = self._read_contexts(text_ids, specials, contexts, sizes, text_ids.lengths(replies), layout)
-        owner, candidate_owner, tails, budget, kept, cut, context_cut = read
-        pool = text_ids.pool
-        source = np.concatenate([pool, tails.ids])
-        context_end = len(pool) + tails.offsets[1:]
-        constant = text_ids.starts(np.array([open_, middle, close])), text_ids.lengths(np.array([open_, middle, close]))
-        if layout == "paper":  # a row per candidate: its context keeps what its reply leaves
-            context = np.minimum(tails.lengths[candidate_owner], budget)
-        else:  # a row per context (the head), then per candidate a block (open, reply, close)
-            context = np.minimum(tails.lengths[owner], self._context_budget(specials, 0, layout))
-        rows = assemble_rows(
-            source, context_end[owner], context, text_ids.starts(replies), kept, sizes, constant, layout
-        )
-        return Packing(rows, cut, replies, text_ids, context_cut)
-
-
-class _ReadContexts(NamedTuple):
-    """What :meth:`PairFormat._read_contexts` finds: per context its distinct context's index (``owner``), per
-    candidate the same (``candidate_owner``), the contexts' ids read (``tails``), and per candidate its context
-    budget, its kept reply tokens, whether its pair is cut, and whether its context is."""
-
-    owner: np.ndarray
-    candidate_owner: np.ndarray
-    tails: ContextTails
-    budget: np.ndarray
-    kept: np.ndarray
-    cut: np.ndarray
-    context_cut: np.ndarray
-
-
-@dataclass(frozen=True)
-class Packing:
-    """What :meth:`PairFormat.pack` builds: the rows, per candidate (row after row) whether truncation cut it,
-    its reply's codes in ``text_ids`` (the reply's ids before the cut: ``text_ids.ids(replies)``), and whether the
-    cut took context (``context_cut``; the reply is cut where it has more than ``max_response_length`` ids)."""
-
-    rows: PackedRows
-    cut: np.ndarray
-    replies: np.ndarray
-    text_ids: TextIds
-    context_cut: np.ndarray
-
-
-def _most(owner: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:
-    """The largest of ``values`` per group of ``owner``: (groups,) int64, -1 for a group without members."""
-    most = np.full(groups, -1, dtype=np.int64)
-    np.maximum.at(most, owner, values)
-    return most
-
-
-def encode_pairs(
-    tokenizer,
-    contexts: Sequence[Sequence[str]],
-    responses: Sequence[str],
-    *,
-    turn_separator: str,
-    max_length: int,
-    max_response_length: int,
-) -> list[list[int]]:
-    """``PairFormat(turn_separator, max_length, max_response_length).encode(...)``, kept for callers of 0.1."""
-    return PairFormat(turn_separator, max_length, max_response_length).encode(tokenizer, contexts, responses)

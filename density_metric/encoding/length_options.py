@@ -2,7 +2,7 @@
 (``DensityScorer``, the evaluate module's load options, ``--max-length`` and ``--max-response-length``), checked
 against the encoder's positions.
 
-A checkpoint stores its :class:`~density_metric.pair_format.PairFormat`; these options give the scorer another one:
+A checkpoint stores its :class:`~density_metric.encoding.pair_format.PairFormat`; these options give the scorer another one:
 
 - ``max_length`` alone: most tokens per pair; the reply then keeps at most half of it, and at most the
   checkpoint's own cap.
@@ -60,7 +60,7 @@ def with_lengths(
     special_tokens: int = 3,
     limit: int | None = None,
 ):
-    """``pair_format`` (a :class:`~density_metric.pair_format.PairFormat`) with the options given (None: the format's own), as the module docstring says.
+    """``pair_format`` (a :class:`~density_metric.encoding.pair_format.PairFormat`) with the options given (None: the format's own), as the module docstring says.
 
     Args:
         special_tokens: the special tokens a pair takes in the format's layout (``PairFormat.special_tokens``).
