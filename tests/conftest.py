@@ -54,10 +54,10 @@ def build_tiny_checkpoint(directory, pair_format: PairFormat):
     tokenizer.save_pretrained(directory / "encoder_src")
     encoder = Encoder.load(directory / "encoder_src", config.pair_format, device="cpu", dtype="float32")
     accumulator = GaussianAccumulator(encoder.dim)
-    accumulator.update(encoder.features(encoder.encode(*synthetic_pairs(300, seed=1))))
+    accumulator.update(encoder.features(encoder.encode(*synthetic_pairs(300, seed=1), group=False)))
     heldout = synthetic_pairs(200, seed=2)
     stats = GaussianStats.fit(accumulator)
-    stats = stats.calibrated(stats.distances(encoder.features(encoder.encode(*heldout))))
+    stats = stats.calibrated(stats.distances(encoder.features(encoder.encode(*heldout, group=False))))
     out = directory / "checkpoint"
     save_checkpoint(
         out, stats, config, model=encoder.model, tokenizer=encoder.tokenizer, card="# tiny test checkpoint\n"
