@@ -240,7 +240,7 @@ def check_scoring_arguments(parser: argparse.ArgumentParser, args: argparse.Name
     check_out_folder(parser, "--out", args.out)
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.human_correlation")
     add_scoring_arguments(parser)
     parser.add_argument(
@@ -258,10 +258,11 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--probes", type=int, default=500)
     parser.add_argument("--histogram-pairs", type=int, default=1000)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    logging.getLogger("absl").setLevel(logging.WARNING)  # rouge-score logs every scorer it builds
-    started = time.perf_counter()
+    return parser
+
+
+def _checked_sets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[JudgmentSet]:
+    """Every check of the command line, before any work; the human-judgment sets to score."""
     check_scoring_arguments(parser, args)
     check_counts(parser, args, "--probes", "--histogram-pairs")
     check_counts(parser, args, "--limit", least=0)
@@ -271,20 +272,11 @@ def main(argv=None) -> None:
     check_checkpoint(parser, args.checkpoint, args.revision)
     if args.untuned_checkpoint:
         check_checkpoint(parser, args.untuned_checkpoint, flag="--untuned-checkpoint")
-    args.out.mkdir(parents=True, exist_ok=True)
+    return sets
 
-    def load(checkpoint, revision=None):
-        return DensityScorer(checkpoint, revision, dtype=args.dtype, batch_size=args.batch_size)
 
-    scorer = load(args.checkpoint, args.revision)
-    columns = [ModelColumns(scorer, "")]
-    if args.untuned_checkpoint:
-        columns.append(ModelColumns(load(args.untuned_checkpoint), "untuned"))
-    if not args.no_baselines:
-        columns += available_columns(args.baselines_dir)
-    if args.limit:
-        for judgments in sets:
-            judgments.rows = judgments.rows[: args.limit]
+def _new_report(args: argparse.Namespace, argv, scorer: DensityScorer, columns: list) -> dict:
+    """The report before any set is scored: the checkpoint, the command and the notes on the columns."""
     report = {
         "checkpoint": scorer.checkpoint.source,
         "revision": scorer.checkpoint.revision,
@@ -313,7 +305,13 @@ def main(argv=None) -> None:
             "whose every row has one."
         )
         report["baselines"] = {type(c).__name__: getattr(c, "config", {}).get("command", "") for c in baselines}
-    row_scores: dict[str, np.ndarray] = {}  # scores.safetensors: the checkpoint's per-row scores, for paired tests
+    return report
+
+
+def _score_sets(args, sets: list[JudgmentSet], scorer: DensityScorer, columns: list, report: dict) -> dict:
+    """Every set's correlations into ``report`` (and its scatter plot); returns the row scores of
+    scores.safetensors: the checkpoint's per-row scores, for paired tests."""
+    row_scores: dict[str, np.ndarray] = {}
     for judgments in sets:
         logger.info("scoring %s (%d rows)", judgments.name, len(judgments.rows))
         if judgments.level == "dialogue":
@@ -336,7 +334,12 @@ def main(argv=None) -> None:
         supervised = report["supervised_columns"]
         supervised += [name for name in result.pop("_supervised") if name not in supervised]
         report["sets"][judgments.name] = result
+    return row_scores
 
+
+def _gold_vs_random(args, columns: list, report: dict, row_scores: dict) -> None:
+    """The probes on DailyDialog test, and the gold against a random reply on its validation split (the histogram):
+    into ``report`` and ``row_scores``."""
     data_dir = Path(args.data_dir) / "dailydialog"
     test_dialogues = list(load_dailydialog(data_dir, "test")["turns"])
     report["probes"] = run_probes(test_dialogues, columns, args.probes, args.seed)
@@ -354,6 +357,32 @@ def main(argv=None) -> None:
     for name in gold:
         row_scores[f"validation_gold_vs_random/gold/{name}"] = np.asarray(gold[name], dtype=np.float64)
         row_scores[f"validation_gold_vs_random/random/{name}"] = np.asarray(random_[name], dtype=np.float64)
+
+
+def main(argv=None) -> None:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    logging.getLogger("absl").setLevel(logging.WARNING)  # rouge-score logs every scorer it builds
+    started = time.perf_counter()
+    sets = _checked_sets(parser, args)
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    def load(checkpoint, revision=None):
+        return DensityScorer(checkpoint, revision, dtype=args.dtype, batch_size=args.batch_size)
+
+    scorer = load(args.checkpoint, args.revision)
+    columns = [ModelColumns(scorer, "")]
+    if args.untuned_checkpoint:
+        columns.append(ModelColumns(load(args.untuned_checkpoint), "untuned"))
+    if not args.no_baselines:
+        columns += available_columns(args.baselines_dir)
+    if args.limit:
+        for judgments in sets:
+            judgments.rows = judgments.rows[: args.limit]
+    report = _new_report(args, argv, scorer, columns)
+    row_scores = _score_sets(args, sets, scorer, columns, report)
+    _gold_vs_random(args, columns, report, row_scores)
     save_row_scores(args.out / "scores.safetensors", row_scores, report)
     report["seconds"] = round(time.perf_counter() - started, 1)
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -182,6 +183,90 @@ def _texts(contexts: list[list[str]], replies: list[str]) -> list[str]:
     return [t for c in contexts for t in (c if len(c) else [""])] + list(replies)
 
 
+@dataclass
+class _Pairs:
+    """The training or validation pairs as rows of the frozen vectors' table: contexts (ids, counts), gold replies
+    (n,) and their negatives (n, k)."""
+
+    context_ids: torch.Tensor
+    counts: torch.Tensor
+    gold: torch.Tensor
+    negatives: torch.Tensor
+
+
+def _vector_pairs(data_dir, limit: int, seed: int, encoder: str, cache_dir) -> tuple[VectorTable, _Pairs, _Pairs]:
+    """DailyDialog's train and validation pairs (the first ``limit`` and at most 2,000), embedded once, with their
+    syntactic negatives (validation: a random utterance too, fixed)."""
+    from train.corpora import load_dailydialog, response_pairs
+
+    contexts, replies = response_pairs(load_dailydialog(Path(data_dir), "train"))
+    v_contexts, v_replies = response_pairs(load_dailydialog(Path(data_dir), "validation"))
+    if limit:
+        contexts, replies = contexts[:limit], replies[:limit]
+    v_limit = min(limit, 2000) if limit else 2000
+    v_contexts, v_replies = v_contexts[:v_limit], v_replies[:v_limit]
+    corrupt, v_corrupt = syntactic_negatives(replies, seed), syntactic_negatives(v_replies, seed + 1)
+    texts = _texts(contexts, replies) + _texts(v_contexts, v_replies)
+    texts += [t for row in corrupt + v_corrupt for t in row]
+    vectors = VectorTable(embed_texts(texts, encoder, "mean", normalize=True, cache_dir=cache_dir))
+    negatives = torch.stack([vectors.rows(row) for row in corrupt])  # (n, k) table rows
+    v_gold = vectors.rows(v_replies)
+    v_random = v_gold[torch.from_numpy(np.random.default_rng(seed + 2).permutation(len(v_gold)))]
+    v_negatives = torch.cat([torch.stack([vectors.rows(row) for row in v_corrupt]), v_random[:, None]], 1)
+    training = _Pairs(*context_rows(vectors, contexts), vectors.rows(replies), negatives)
+    return vectors, training, _Pairs(*context_rows(vectors, v_contexts), v_gold, v_negatives)
+
+
+def _epoch(model, optimizer, table, pairs: _Pairs, rng: np.random.Generator, batch_size: int) -> float:
+    """One epoch of NCE steps in a fresh order, each context with its syntactic negatives and a fresh random
+    utterance; the mean loss."""
+    order = torch.from_numpy(rng.permutation(len(pairs.gold)))
+    randoms = pairs.gold[torch.from_numpy(rng.integers(0, len(pairs.gold), len(pairs.gold)))]
+    losses = []
+    for start in range(0, len(order), batch_size):
+        part = order[start : start + batch_size]
+        negs = torch.cat([pairs.negatives[part], randoms[part][:, None]], 1)
+        loss = nce_loss(model, table, pairs.context_ids[part], pairs.counts[part], pairs.gold[part], negs)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return float(np.mean(losses))
+
+
+def _valid_loss(model, table, pairs: _Pairs) -> float:
+    """The NCE loss on the validation pairs and their fixed negatives, per term."""
+    total, terms = 0.0, 0
+    with torch.inference_mode():
+        for i in range(0, len(pairs.gold), CHUNK):  # in chunks: 1 + k replies per context
+            part = slice(i, i + CHUNK)
+            loss, n = nce_loss(
+                model,
+                table,
+                pairs.context_ids[part],
+                pairs.counts[part],
+                pairs.gold[part],
+                pairs.negatives[part],
+                "sum",
+            )
+            total, terms = total + loss, terms + n
+    return total / terms
+
+
+def _gold_above_negative(model, table, pairs: _Pairs) -> dict[str, float]:
+    """Per negative kind: the share of validation contexts whose gold outscores it (a negative equal to the gold
+    left out)."""
+    gold_scores = logits(model, table, pairs.context_ids, pairs.counts, pairs.gold)
+    accuracy = {}
+    for j, kind in enumerate([*SYNTACTIC, "random_utterance"]):
+        distinct = pairs.negatives[:, j] != pairs.gold
+        negative_scores = logits(
+            model, table, pairs.context_ids[distinct], pairs.counts[distinct], pairs.negatives[distinct, j]
+        )
+        accuracy[kind] = float((gold_scores[distinct] > negative_scores).float().mean())
+    return accuracy
+
+
 def train(
     out: str | Path,
     *,
@@ -201,64 +286,22 @@ def train(
     """Train on DailyDialog train with NCE; early-stop on the validation loss (fixed negatives).
     ``down_dim`` and ``decoder_hidden`` are the paper's 300 and 200 unless given (tests shrink them).
     With ``cache_dir``, the frozen vectors are kept there for a retrain (:func:`.common.embed_texts`)."""
-    from train.corpora import load_dailydialog, response_pairs
-
     started = time.perf_counter()
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    contexts, replies = response_pairs(load_dailydialog(Path(data_dir), "train"))
-    v_contexts, v_replies = response_pairs(load_dailydialog(Path(data_dir), "validation"))
-    if limit:
-        contexts, replies = contexts[:limit], replies[:limit]
-    v_limit = min(limit, 2000) if limit else 2000
-    v_contexts, v_replies = v_contexts[:v_limit], v_replies[:v_limit]
-    corrupt, v_corrupt = syntactic_negatives(replies, seed), syntactic_negatives(v_replies, seed + 1)
-    texts = _texts(contexts, replies) + _texts(v_contexts, v_replies)
-    texts += [t for row in corrupt + v_corrupt for t in row]
-    vectors = VectorTable(embed_texts(texts, encoder, "mean", normalize=True, cache_dir=cache_dir))
+    vectors, pairs, valid = _vector_pairs(data_dir, limit, seed, encoder, cache_dir)
     table = vectors.table
-    context_ids, counts = context_rows(vectors, contexts)
-    gold = vectors.rows(replies)
-    negatives = torch.stack([vectors.rows(row) for row in corrupt])  # (n, k) table rows
-    v_context_ids, v_counts = context_rows(vectors, v_contexts)
-    v_gold = vectors.rows(v_replies)
-    v_random = v_gold[torch.from_numpy(np.random.default_rng(seed + 2).permutation(len(v_gold)))]
-    v_negatives = torch.cat([torch.stack([vectors.rows(row) for row in v_corrupt]), v_random[:, None]], 1)
     model = MaUdeModel(table.shape[1], down_dim, decoder_hidden)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-
-    def epoch_step(epoch: int) -> float:
-        order = torch.from_numpy(rng.permutation(len(gold)))
-        randoms = gold[torch.from_numpy(rng.integers(0, len(gold), len(gold)))]  # a fresh random utterance
-        losses = []
-        for start in range(0, len(order), batch_size):
-            part = order[start : start + batch_size]
-            negs = torch.cat([negatives[part], randoms[part][:, None]], 1)
-            loss = nce_loss(model, table, context_ids[part], counts[part], gold[part], negs)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
-        return float(np.mean(losses))
-
-    def evaluate() -> float:
-        total, terms = 0.0, 0
-        with torch.inference_mode():
-            for i in range(0, len(v_gold), CHUNK):  # in chunks: 1 + k replies per context
-                part = slice(i, i + CHUNK)
-                loss, n = nce_loss(
-                    model, table, v_context_ids[part], v_counts[part], v_gold[part], v_negatives[part], "sum"
-                )
-                total, terms = total + loss, terms + n
-        return total / terms
-
-    history = early_stopping(epoch_step, evaluate, model, epochs, patience, desc="MaUde")
-    gold_scores = logits(model, table, v_context_ids, v_counts, v_gold)
-    accuracy = {}
-    for j, kind in enumerate([*SYNTACTIC, "random_utterance"]):
-        distinct = v_negatives[:, j] != v_gold
-        negative_scores = logits(model, table, v_context_ids[distinct], v_counts[distinct], v_negatives[distinct, j])
-        accuracy[kind] = float((gold_scores[distinct] > negative_scores).float().mean())
+    history = early_stopping(
+        lambda epoch: _epoch(model, optimizer, table, pairs, rng, batch_size),
+        lambda: _valid_loss(model, table, valid),
+        model,
+        epochs,
+        patience,
+        desc="MaUde",
+    )
+    accuracy = _gold_above_negative(model, table, valid)
     config = {
         "system": SYSTEM,
         "encoder": encoder,
@@ -268,8 +311,8 @@ def train(
         "decoder_hidden": decoder_hidden,
         "dropout": DROPOUT,
         "negatives_per_context": {**{kind: PER_KIND for kind in SYNTACTIC}, "random_utterance": 1},
-        "train_pairs": len(gold),
-        "valid_pairs": len(v_gold),
+        "train_pairs": len(pairs.gold),
+        "valid_pairs": len(valid.gold),
         "valid_gold_above_negative": accuracy,
         "hyperparameters": {"batch_size": batch_size, "lr": lr, "max_epochs": epochs, "patience": patience},
         "seed": seed,
