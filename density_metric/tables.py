@@ -37,7 +37,7 @@ responses, one row a line).
 :func:`write_records` writes tables back (:mod:`density_metric.table_writer`, re-exported here).
 
 Problems with a whole file are ``ValueError``s naming the file (and the line or row where
-known); the command line (``cli.py``) and the demo (``app.py``) turn them into messages.
+known); the command line (``density_metric.cli``) and the demo (``app.py``) turn them into messages.
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ import pytest
 import torch
 from tqdm.auto import tqdm
 
-from density_metric import cli, distributed
+from density_metric import distributed
 from density_metric.cli import build_parser, main
+from density_metric.cli import score as score_cli
 
 from .test_cli import ROWS, error_line, read_jsonl, run, write_jsonl
 from .tiny import synthetic_pairs
@@ -108,7 +109,7 @@ def test_the_progress_bar_moves_after_every_batch(tiny_checkpoint, tmp_path, mon
             updates.append(n)
             return super().update(n)
 
-    monkeypatch.setattr(cli, "tqdm", Recording)
+    monkeypatch.setattr(score_cli, "tqdm", Recording)
     contexts, responses = synthetic_pairs(10, seed=4)
     write_jsonl(tmp_path / "in.jsonl", [{"context": c, "response": r} for c, r in zip(contexts, responses)])
     args = [tmp_path / "in.jsonl", "-o", tmp_path / "out.jsonl", "--batch-size", 2]

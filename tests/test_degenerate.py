@@ -211,9 +211,10 @@ def test_the_score_command_writes_flags_and_warns_once_for_a_file_of_several_chu
 ):
     import functools
 
-    from density_metric import cli, tables
+    from density_metric import tables
+    from density_metric.cli import score as score_cli
 
-    monkeypatch.setattr(cli, "score_rows", functools.partial(tables.score_rows, chunk_rows=2))
+    monkeypatch.setattr(score_cli, "score_rows", functools.partial(tables.score_rows, chunk_rows=2))
     (tmp_path / "in.jsonl").write_text("".join(json.dumps(row) + "\n" for row in flagged_rows), encoding="utf-8")
     with caplog.at_level(logging.WARNING):
         assert score_file(tiny_checkpoint, tmp_path / "in.jsonl", tmp_path / "out.jsonl") == 0
