@@ -10,6 +10,7 @@ import pytest
 from train.bland import BLAND_FILE, bland_list, bland_replies, use_bland_list
 from train.corpora import response_pairs_with_dialogues
 from train.data import SelectionData
+from train.evaluation import KindAUCs
 from train.loop import Trainer
 from train.negative_kinds import bland_negative
 from train.negatives import NegativeMix, draw_labelled_negatives, validation_candidates
@@ -126,7 +127,7 @@ def test_a_runs_validation_bland_kind_uses_the_training_list_and_the_run_writes_
         valid,
         tmp_path,
     )
-    values = trainer.valid_kinds["bland"]
+    values = trainer.evaluator(KindAUCs).kinds["bland"]
     assert len(values) == len(valid) and set(values) <= {"Thank you .", "OK ."}
     assert (tmp_path / BLAND_FILE).read_text().count("| `") == 2
     trainer.train()
@@ -138,7 +139,7 @@ def test_the_bland_kind_without_a_list_is_refused_and_all_leaves_it_out(backbone
     from .test_training import data
 
     train, valid = data()  # no reply is in 20 dialogues
-    assert "bland" not in Trainer(config_for(backbone), train, valid, tmp_path / "all").valid_kinds
+    assert "bland" not in Trainer(config_for(backbone), train, valid, tmp_path / "all").evaluator(KindAUCs).kinds
     with pytest.raises(ValueError, match="--negative-mix: the kind 'bland' has no reply to draw"):
         Trainer(config_for(backbone, negative_mix="random:2,bland:1"), train, valid, tmp_path / "mix")
     with pytest.raises(ValueError, match="--validation-kinds: the kind 'bland' has no reply to draw"):

@@ -6,7 +6,7 @@ import torch
 from safetensors.torch import load_file
 
 from train.density_term import draw_copies
-from train.evaluation import encode_groups
+from train.evaluation import SelectionEvaluator, encode_groups
 from train.loop import Trainer
 
 from .test_training import assert_same_weights, config_for, dialogue_data, read_log
@@ -164,7 +164,7 @@ def test_eval_at_start_logs_the_starting_model_as_step_0(backbone, start, tmp_pa
 def test_recall_is_measured_over_valid_negatives_when_given(backbone, start, tmp_path):
     train, valid = dialogue_data()
     trainer = Trainer(density_config(backbone, start, valid_negatives=7), train, valid, tmp_path)
-    assert {len(row) for row in trainer.valid_negatives} == {7}
+    assert {len(row) for row in trainer.evaluator(SelectionEvaluator).negatives} == {7}
     assert trainer.config.negatives == 3
     assert 0.0 <= trainer.evaluate()["recall_at_1"] <= 1.0
 

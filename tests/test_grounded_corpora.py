@@ -251,8 +251,9 @@ def test_every_evaluation_logs_each_grounded_corpus_and_the_plain_gaussian(backb
     ]
     config = config_for(backbone, plain_fit_corpus="dailydialog", validation_kinds="echo", valid_fit_pairs=12)
     trainer = Trainer(config, train, valid, tmp_path / "run", grounding_sets=grounded)
-    assert all(train.sources[row] == "dailydialog" for row in trainer.plain_fit_rows)
-    assert len(trainer.plain_fit_rows) == 12 and set(trainer.fit_rows) != set(trainer.plain_fit_rows)
+    rows = trainer.gaussian_fits.rows
+    assert all(train.sources[row] == "dailydialog" for row in rows["plain/"])
+    assert len(rows["plain/"]) == 12 and set(rows[""]) != set(rows["plain/"])
     names = set(trainer.metric_names())
     assert {"grounding_personachat/persona_spearman", "plain/grounding_personachat/echo_win"} <= names
     assert {"plain/auc_density/echo", "plain/gold_overlap_spearman"} <= names and "plain/recall_at_1" not in names

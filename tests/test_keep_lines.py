@@ -12,6 +12,7 @@ from density_metric.encoding.packing import pack
 from density_metric.encoding.pair_format import PairFormat, join_context
 from train.corpora import response_pairs_with_dialogues
 from train.data import SelectionData
+from train.evaluation import GroundingSignals
 from train.grounded_corpora import load_personachat
 from train.grounding_validation import GroundingSet
 
@@ -128,7 +129,7 @@ def test_a_keep_lines_run_trains_and_evaluates_on_the_cut_contexts(backbone, tmp
     assert trainer.train_data.contexts == config.pair_format.keep_lines(trainer.tokenizer, train.contexts, lines)
     assert trainer.train_data.contexts != train.contexts and trainer.train_data.responses == train.responses
     assert trainer.valid_data.contexts != valid.contexts
-    [kept] = trainer.grounding_sets
+    [kept] = [evaluator.data for evaluator in trainer.evaluators if isinstance(evaluator, GroundingSignals)]
     assert kept.contexts == grounded[0].with_lines_kept(trainer.tokenizer, config.pair_format).contexts
     trainer.train()
     assert (tmp_path / "run" / "best").is_dir()

@@ -16,7 +16,7 @@ from density_metric.encoding.pair_format import PairFormat
 from train.config import TrainConfig
 from train.corpora import response_pairs, response_pairs_with_dialogues
 from train.data import SelectionData
-from train.evaluation import encode_groups
+from train.evaluation import KindAUCs, encode_groups
 from train.loop import Trainer
 
 from .ports import free_port
@@ -493,4 +493,4 @@ def test_a_validation_index_built_for_another_pool_is_an_error_not_a_silent_skip
     config = config_for(backbone, retrieval_index=str(tmp_path / "index.safetensors"))
     with pytest.raises(PoolMismatchError):
         Trainer(config, train, valid, tmp_path / "run")
-    assert "retrieved" not in Trainer(config_for(backbone), train, valid, tmp_path / "plain").valid_kinds
+    assert "retrieved" not in Trainer(config_for(backbone), train, valid, tmp_path / "plain").evaluator(KindAUCs).kinds

@@ -41,19 +41,17 @@ from tqdm.auto import tqdm
 
 from density_metric.encoding.device import cpu_has_native_bf16
 
-from .arguments import checkpoint_folder, encoder_folder
 from .bland import BLAND_FILE, require_bland_list, write_bland_list
 from .config import TrainConfig, check_contexts_per_step, check_resumable, scaled_lr
 from .data import SelectionData
 from .density_term import BANK_FILE, DensityTerm, start_density_term
-from .evaluation import Evaluation
-from .grounding import GroundingSpec, benchmark_sentences, ground_pairs
-from .grounding_validation import USES_LINES, GroundingSet, line_use
+from .evaluation import GaussianFits, ModelOutputs, build_evaluators, grounding_sets, validation_kinds
+from .grounding_validation import GroundingSet
 from .losses import selection_loss, supervised_contrastive_loss
-from .model import DensityModel, set_attention_dropout, set_dropout
-from .negatives import NegativeMix, draw_labelled_negatives
+from .negatives import NegativeMix, draw_labelled_negatives, validation_candidates
+from .preparation import lines_kept, load_model, overlap_pool, retrieval_index, run_pairs
 from .run_log import truncate_log
-from .selection import required_metrics, selection_metrics
+from .selection import check_selection, select
 from .state import (
     STATE_FILE,
     check_same_data,
@@ -66,7 +64,7 @@ from .state import (
     write_trainer_state,
 )
 from .step_batches import MicroBatch, StepBatches, one_ahead, text_micro_batch
-from .validation import OVERLAP_MIN, DevJudgments, last_turn_overlap
+from .validation import DevJudgments
 
 logger = logging.getLogger(__name__)
 LOG_BLOCK = 100  # steps whose log lines wait on the device before they are written (and at every save and evaluation)
@@ -81,9 +79,12 @@ def resolve_mixed_precision(setting: str) -> str:
     return "bf16" if torch.cuda.is_available() or cpu_has_native_bf16() else "no"
 
 
-class Trainer(Evaluation):
-    """Trains a :class:`DensityModel` on gold pairs with random negatives; evaluates it as
-    :class:`train.evaluation.Evaluation` does."""
+class Trainer:
+    """Trains a :class:`DensityModel` on gold pairs with random negatives; evaluates it with the evaluators it holds
+    (:mod:`train.evaluation`) and keeps the best model in best/ (:mod:`train.selection`).
+
+    ``__init__`` takes its steps in an order that matters: the data is grounded before its fingerprint, the
+    contexts cut (``--keep-lines``) before anything reads them, and the RNG restored last."""
 
     def __init__(
         self,
@@ -96,126 +97,101 @@ class Trainer(Evaluation):
         grounding_sets: Sequence[GroundingSet] = (),
     ):
         from accelerate import Accelerator
+
+        self.config, self.out_dir = config, Path(out_dir)
+        self.train_data, self.valid_data = run_pairs(config, train, valid)
+        self.accelerator = accelerator or Accelerator(mixed_precision=resolve_mixed_precision(config.mixed_precision))
+        state_dir, saved = self._saved_state()
+        model, self.tokenizer, start = load_model(config, state_dir if saved is not None else None)
+        self._cut_contexts()
+        optimizer = self._schedule(model, state_dir, saved)
+        self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
+        self.outputs = ModelOutputs(self.model, self.tokenizer, config, self.accelerator)
+        kinds = self._negative_sources()
+        kinds |= self._start_evaluators(dev, grounding_sets)
+        self.density_term: DensityTerm | None = None
+        if config.density_weight:
+            bank = state_dir / BANK_FILE if saved is not None else None
+            hidden = model.encoder.config.hidden_size
+            self.density_term = start_density_term(
+                config, start, self._gold_features, len(self.train_data), hidden, self.accelerator.device, bank
+            )
+        self._start_steps()
+        if saved is not None:  # last, since loading the density term's anchor draws from the RNG (its head's init)
+            torch.set_rng_state(load_file(str(state_dir / "rng.safetensors"))[f"rank{self.accelerator.process_index}"])
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        if self.accelerator.is_main_process and "bland" in kinds:
+            write_bland_list(self.out_dir / BLAND_FILE, self.train_data)
+
+    def _saved_state(self) -> tuple[Path, dict | None]:
+        """The state folder (recovered from an interrupted save; ``out_dir`` itself is made last, once every check
+        passed) and its trainer state, if any, checked against this recipe and data."""
+        state_dir = recover_state(self.out_dir)
+        saved = read_trainer_state(state_dir) if (state_dir / STATE_FILE).is_file() else None
+        self.data_summary = data_summary(self.train_data, self.valid_data)
+        if saved is not None:
+            check_resumable(saved["config"], self.config, str(state_dir / STATE_FILE))
+            check_same_data(saved, self.data_summary, str(state_dir / STATE_FILE))
+        return state_dir, saved
+
+    def _cut_contexts(self) -> None:
+        """``--keep-lines``' cut of every context, before anything reads them (overlap pool, lengths, validation
+        kinds, fits); then what the steps draw from: ``--overlap-rows``' pool, the contexts' lengths."""
+        config = self.config
+        if config.keep_lines:
+            kept = (lines_kept(config, self.tokenizer, data) for data in (self.train_data, self.valid_data))
+            self.train_data, self.valid_data = kept
+        self.overlap_pool = overlap_pool(config, self.train_data)
+        self.context_lengths = None
+        if config.length_buckets:
+            self.context_lengths = config.pair_format.context_lengths(self.tokenizer, self.train_data.contexts)
+
+    def _schedule(self, model, state_dir: Path, saved: dict | None) -> torch.optim.AdamW:
+        """The optimizer, the learning-rate schedule and the run's position: the saved ones when resuming (the
+        log then cut back to the saved step, whose later steps are taken again)."""
         from transformers import get_linear_schedule_with_warmup
 
-        if config.valid_limit:
-            valid = valid.select(range(min(config.valid_limit, len(valid))))
-        spec = GroundingSpec.parse(config.grounding)
-        if spec is not None:  # before the data's fingerprint: a resumed run grounds the same contexts again
-            train, grounded = ground_pairs(train, spec, config.seed, benchmark_sentences(config.grounding_exclude))
-            logger.info("--grounding %s: %d of %d training contexts have grounding lines", spec, grounded, len(train))
-        self.config, self.train_data, self.valid_data, self.out_dir = config, train, valid, Path(out_dir)
-        self.accelerator = accelerator or Accelerator(mixed_precision=resolve_mixed_precision(config.mixed_precision))
-        state_dir = recover_state(self.out_dir)  # out_dir itself is made last, once every check passed
-        saved = read_trainer_state(state_dir) if (state_dir / STATE_FILE).is_file() else None
-        self.data_summary = data_summary(train, valid)
-        if saved is not None:
-            check_resumable(saved["config"], config, str(state_dir / STATE_FILE))
-            check_same_data(saved, self.data_summary, str(state_dir / STATE_FILE))
-        resume = saved is not None
-        torch.manual_seed(config.seed)
-        flag = "--init-from" if config.init_from else "--backbone"
-        start = checkpoint_folder(config.init_from, flag) if config.init_from else encoder_folder(config.backbone, flag)
-        try:
-            model, self.tokenizer = DensityModel.load(
-                state_dir if resume else start, config.pair_format, config.feature_only_last_layer
-            )
-        except OSError as err:  # a Hub id that cannot be fetched, a folder without the model's files
-            where = state_dir if resume else f"{flag} {start}"
-            raise ValueError(f"{where}: cannot load the model ({str(err).splitlines()[0]})") from None
-        if config.attention_dropout is not None:
-            set_attention_dropout(model.encoder, config.attention_dropout)
-        if not config.dropout:
-            set_dropout(model.encoder, 0.0)
-        if config.keep_lines:  # before anything reads the contexts (overlap pool, lengths, validation kinds, fits)
-            train, valid = (self._lines_kept(data) for data in (train, valid))
-            self.train_data, self.valid_data = train, valid
-        self.context_lengths = self.overlap_pool = None
-        if config.overlap_rows and config.overlap_source == "lines":  # golds that use their persona or knowledge
-            counts = train.line_counts() or [0] * len(train)
-            self.overlap_pool = np.flatnonzero(line_use(train.contexts, train.responses, counts) >= USES_LINES)
-            if not len(self.overlap_pool):
-                raise ValueError(f"--overlap-source lines: no training gold uses its grounding lines ({USES_LINES:g})")
-        elif config.overlap_rows:  # golds that reuse the last turn's words, as people's good replies often do
-            self.overlap_pool = np.flatnonzero(last_turn_overlap(train.contexts, train.responses) >= OVERLAP_MIN)
-            if not len(self.overlap_pool):
-                raise ValueError(
-                    f"--overlap-rows: no training gold shares {OVERLAP_MIN:.0%} of its words with its last turn"
-                )
-        if config.length_buckets:
-            self.context_lengths = config.pair_format.context_lengths(self.tokenizer, train.contexts)
         optimizer = self._optimizer(model)
         self.steps_per_epoch = self._steps_per_epoch()
-        self.scheduler = get_linear_schedule_with_warmup(
-            optimizer, config.warmup_steps, self.steps_per_epoch * config.epochs
-        )
+        total = self.steps_per_epoch * self.config.epochs
+        self.scheduler = get_linear_schedule_with_warmup(optimizer, self.config.warmup_steps, total)
         self.progress = {"epoch": 0, "step_in_epoch": 0, "global_step": 0, "best": -float("inf")}
-        if resume:
+        if saved is not None:
             load_optimizer(state_dir, optimizer)
             self.progress = saved["progress"]
             self.scheduler.load_state_dict({**saved["scheduler"], "lr_lambdas": [None] * len(optimizer.param_groups)})
-            logger.info(
-                "resuming from %s at epoch %d, step %d",
-                state_dir,
-                self.progress["epoch"],
-                self.progress["step_in_epoch"],
-            )
-            if self.accelerator.is_main_process:  # the steps after the saved state are taken again
+            epoch, step = self.progress["epoch"], self.progress["step_in_epoch"]
+            logger.info("resuming from %s at epoch %d, step %d", state_dir, epoch, step)
+            if self.accelerator.is_main_process:
                 truncate_log(self.out_dir / "log.jsonl", self.progress["global_step"])
-        self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
-        self.valid_negatives = valid.negatives(config.valid_negatives or config.negatives, config.negatives_seed)
+        return optimizer
+
+    def _negative_sources(self) -> set[str]:
+        """The negative mixes (the run's, and random:1 before ``--hard-negatives-after``), the training pool's
+        retrieval index, and the bland list where a mix draws it; the kinds the mixes draw."""
+        config, train = self.config, self.train_data
         self.mix = NegativeMix.parse(config.negative_mix)
-        self.random_mix = NegativeMix.parse("random:1")  # before hard_negatives_after
-        self.retrieval = self._retrieval_index(train.pool) if "retrieved" in self.mix.kinds else None
+        self.random_mix = NegativeMix.parse("random:1")
+        self.retrieval = retrieval_index(config, train.pool) if "retrieved" in self.mix.kinds else None
         copy_kinds = NegativeMix.parse(config.copy_mix).kinds if config.density_weight else ()
         for flag, kinds in (("--negative-mix", self.mix.kinds), ("--copy-mix", copy_kinds)):
             if "bland" in kinds:  # mined once from the training pairs, kept on them (train/bland.py)
                 require_bland_list(train, flag)
-        self.valid_kinds = self._validation_candidates(valid)  # bland: the training list
-        fit = min(config.valid_fit_pairs, len(train))
-        self.fit_rows = np.sort(np.random.default_rng(config.seed).choice(len(train), size=fit, replace=False))
-        self.plain_fit_rows = None
-        if config.plain_fit_corpus:  # the second evaluation Gaussian: golds of that corpus only, seeded
-            own = np.flatnonzero(np.asarray(train.sources or [], dtype=object) == config.plain_fit_corpus)
-            if len(own) < 2:
-                raise ValueError(f"--plain-fit-corpus {config.plain_fit_corpus}: fewer than 2 training pairs of it")
-            size = min(config.valid_fit_pairs, len(own))
-            self.plain_fit_rows = np.sort(np.random.default_rng(config.seed).choice(own, size=size, replace=False))
-        self.dev = dev
-        self.grounding_sets = list(grounding_sets)  # the grounded corpora's held-out golds (run.py), after ConvAI2's
-        if config.grounding_valid:
-            try:
-                convai2 = GroundingSet.load(config.grounding_valid, config.grounding_valid_pairs)
-            except OSError as err:
-                raise ValueError(f"--grounding-valid {config.grounding_valid}: {err.strerror or err}") from None
-            self.grounding_sets.insert(0, convai2)
-        if config.keep_lines:
-            self.grounding_sets = [
-                data.with_lines_kept(self.tokenizer, config.pair_format) for data in self.grounding_sets
-            ]
-        for name in required_metrics(config.select_on, config.select_floor):  # before training, not later
-            if name not in self.metric_names():
-                flag = "--select-on" if name in selection_metrics(config.select_on) else "--select-floor"
-                raise ValueError(
-                    f"{flag} {name!r} is not a validation metric of this run; metrics: {', '.join(self.metric_names())}"
-                )
-        self.density_term: DensityTerm | None = None
-        if config.density_weight:
-            self.density_term = start_density_term(
-                config,
-                start,
-                self._gold_features,
-                len(train),
-                model.encoder.config.hidden_size,
-                self.accelerator.device,
-                state_dir / BANK_FILE if resume else None,
-            )
-        self._start_steps()
-        if resume:  # last, since loading the density term's anchor draws from the RNG (its head's init)
-            torch.set_rng_state(load_file(str(state_dir / "rng.safetensors"))[f"rank{self.accelerator.process_index}"])
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        if self.accelerator.is_main_process and "bland" in {*self.mix.kinds, *copy_kinds, *self.valid_kinds}:
-            write_bland_list(self.out_dir / BLAND_FILE, train)
+        return {*self.mix.kinds, *copy_kinds}
+
+    def _start_evaluators(self, dev: DevJudgments | None, given: Sequence[GroundingSet]) -> set[str]:
+        """The evaluators (:func:`train.evaluation.build_evaluators`) and the Gaussians they read; a selection that
+        reads a metric no evaluator logs is refused before training. The kinds of the validation negatives."""
+        config, valid = self.config, self.valid_data
+        kinds = validation_kinds(config, self.train_data, valid)  # bland: the training list
+        retrieval = retrieval_index(config, valid.pool, "validation") if "retrieved" in kinds else None
+        candidates = validation_candidates(valid, kinds, seed=config.negatives_seed, retrieval=retrieval)
+        self.gaussian_fits = GaussianFits.of(config, self.train_data)
+        grounding = grounding_sets(config, given, self.tokenizer)
+        processes = self.accelerator.num_processes
+        self.evaluators = build_evaluators(config, valid, candidates, self.gaussian_fits, dev, grounding, processes)
+        check_selection(config.select_on, config.select_floor, self.metric_names())
+        return set(candidates)
 
     def _optimizer(self, model) -> torch.optim.AdamW:
         """AdamW at the recipe's learning rate for this run's contexts a step (``--lr-scaling``), fused on CUDA."""
@@ -242,39 +218,45 @@ class Trainer(Evaluation):
         plain = getattr(self.optimizer, "scaler", None) is None and self.accelerator.distributed_type != "XLA"
         self.step_optimizer = getattr(self.optimizer, "optimizer", self.optimizer) if plain else self.optimizer
 
-    @torch.no_grad()
     def _gold_features(self, rows) -> np.ndarray:
         """Features (n, d) of the training golds at ``rows``, without dropout."""
         self.model.eval()
-        data = self.train_data
-        features, _ = self._outputs([data.contexts[i] for i in rows], [[data.responses[i]] for i in rows])
+        features = self.outputs.golds(self.train_data, rows)
         self.model.train()
         return features
 
-    def _retrieval_index(self, pool, split: str = "train"):
-        """The retrieval index of ``pool``: ``config.retrieval_index`` for train, the file beside it
-        for another split (``train.retrieval.split_path``); a missing file says the command that builds it."""
-        from .retrieval import RetrievalIndex, split_path
+    def metric_names(self) -> list[str]:
+        """The names :meth:`evaluate` logs in this run, in its order (the per-kind, dev and grounding ones on one
+        process only)."""
+        return [name for evaluator in self.evaluators for name in evaluator.metric_names()]
 
-        if not self.config.retrieval_index:
-            raise ValueError("negative kind 'retrieved' needs --retrieval-index (python -m train retrieval-index)")
-        path = split_path(self.config.retrieval_index, split)
-        if not path.is_file():
-            raise ValueError(
-                f"{path}: no retrieval index; build it with python -m train retrieval-index (--split {split})"
-            )
-        return RetrievalIndex.load(path, pool)
+    def evaluator(self, kind: type):
+        """The run's evaluator of class ``kind`` (:mod:`train.evaluation`), or None."""
+        return next((evaluator for evaluator in self.evaluators if isinstance(evaluator, kind)), None)
 
-    def _lines_kept(self, data: SelectionData) -> SelectionData:
-        """``data`` with its contexts cut by :meth:`PairFormat.keep_lines`: a pair's grounding lines are the turns
-        before its dialogue's (``len(context) - turn_index``; none without dialogues)."""
-        lines = data.line_counts()
-        if lines is None:
-            return data
-        kept = data.with_contexts(self.config.pair_format.keep_lines(self.tokenizer, data.contexts, lines))
-        changed = sum(new != old for new, old in zip(kept.contexts, data.contexts))
-        logger.info("--keep-lines: %d of %d contexts drop old turns to keep their grounding lines", changed, len(data))
-        return kept
+    @torch.no_grad()
+    def evaluate(self) -> dict:
+        """Every evaluator's metrics of the current model, in :meth:`metric_names`' order, with the evaluation
+        Gaussians fitted now if an evaluator reads them."""
+        self.model.eval()
+        wanted = any(evaluator.needs_gaussians for evaluator in self.evaluators)
+        gaussians = self.gaussian_fits(self.outputs) if wanted else {}
+        metrics = {}
+        for evaluator in self.evaluators:
+            metrics.update(evaluator(self.outputs, gaussians))
+        self.model.train()
+        return metrics
+
+    def _evaluate_and_select(self, epoch: int) -> None:
+        """Evaluate, log, and keep the model in best/ if its selection value improved (:func:`select`)."""
+        started = time.monotonic()
+        metrics = self.evaluate()
+        seconds = round(time.monotonic() - started, 1)
+        self._log({"type": "eval", "epoch": epoch, "step": self.progress["global_step"], "seconds": seconds, **metrics})
+        best = select(metrics, self.config.select_on, self.config.select_floor, self.progress)
+        if best and self.accelerator.is_main_process:
+            self.accelerator.unwrap_model(self.model).save(self.out_dir / "best", self.tokenizer)
+        self.save_state()
 
     def _steps_per_epoch(self) -> int:
         micro_batches = len(self.train_data) // self.config.batch_size

@@ -10,14 +10,15 @@ A fine-tune's floor can also be relative to its own start: ``METRIC=start-1`` ke
 evaluation whose METRIC is more than 1 below the run's step-0 evaluation (``--eval-at-start``, the
 same validation draws), which a fixed number cannot know before the run.
 
-Read by the trainer (at each evaluation) and by ``train/run.py`` (which evaluation the card and the
-fit describe), so the two cannot disagree.
+Read by the trainer (:func:`check_selection` before the first evaluation, :func:`select` at each) and by
+``train/run.py`` (which evaluation the card and the fit describe), so the two cannot disagree.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from typing import NamedTuple
 
 
@@ -92,3 +93,29 @@ def describe(select_on: str, select_floor: str, names: dict[str, str]) -> str:
             bound = "its value at the start (step 0)"
         text += f" among the evaluations whose {name} was at least {bound}"
     return text
+
+
+def check_selection(select_on: str, select_floor: str, names: Sequence[str]) -> None:
+    """Before training: a ValueError naming the flag unless every metric the selection reads is one of ``names``,
+    the metrics the run's evaluations log."""
+    for name in required_metrics(select_on, select_floor):
+        if name not in names:
+            flag = "--select-on" if name in selection_metrics(select_on) else "--select-floor"
+            raise ValueError(f"{flag} {name!r} is not a validation metric of this run; metrics: {', '.join(names)}")
+
+
+def select(metrics: dict, select_on: str, select_floor: str, progress: dict) -> bool:
+    """Whether the evaluation ``metrics`` is the run's best so far, by :func:`selection_value`: if so,
+    ``progress["best"]`` becomes its value. At ``progress["global_step"]`` 0 (the start, which a relative
+    ``--select-floor`` reads) the selection's metrics are kept in ``progress["start"]``."""
+    names = required_metrics(select_on, select_floor)
+    missing = [name for name in names if name not in metrics]
+    if missing:
+        raise ValueError(f"the selection reads {missing}, which are not validation metrics: {sorted(metrics)}")
+    if progress["global_step"] == 0:
+        progress["start"] = {name: metrics[name] for name in names}
+    value = selection_value(metrics, select_on, select_floor, progress.get("start"))
+    if value <= progress["best"]:
+        return False
+    progress["best"] = value
+    return True
