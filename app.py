@@ -223,21 +223,19 @@ SYSTEM_HEADERS = [
 ]
 
 
-def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[str, ...] = ()) -> gr.Blocks:
-    """The demo, its default checkpoint loaded and the other choices found (a ValueError or OSError naming a
-    broken one, before anything is served). ``demo.downloads`` holds the scored files (:class:`Downloads`)."""
-    scorers = Scorers(default_checkpoint)
-    for name in extra_checkpoints:
-        if name not in (BUNDLED, scorers.default):
-            resolve_checkpoint(name)  # loaded on first use; found and checked now
-    choices = list(dict.fromkeys([scorers.default, *extra_checkpoints]))
-    downloads = Downloads()
+class Handlers:
+    """The demo's requests, one method an API endpoint (``/score_replies``, ``/score_dialogue``, ``/score_file``,
+    ``/compare_files``, ``/about``): each reads its inputs, scores with the chosen checkpoint's scorer
+    (:class:`Scorers`) and returns what its tab shows; scored files go to ``downloads``."""
+
+    def __init__(self, scorers: Scorers, downloads: Downloads):
+        self.scorers, self.downloads = scorers, downloads
 
     @friendly
-    def score_replies(context: str, candidates: str, checkpoint: str):
+    def score_replies(self, context: str, candidates: str, checkpoint: str):
         turns = lines(context, "Context", MAX_TURNS)
         replies = lines(candidates, "Candidate replies", MAX_CANDIDATES)
-        scorer = scorers(checkpoint)
+        scorer = self.scorers(checkpoint)
         result = scorer.score([turns] * len(replies), replies)
         order = np.argsort(-result.scores, kind="stable")
         table = [
@@ -251,24 +249,22 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
         return pd.DataFrame(table, columns=headers), plot
 
     @friendly
-    def score_dialogue(dialogue: str, aggregate: str, checkpoint: str):
+    def score_dialogue(self, dialogue: str, aggregate: str, checkpoint: str):
         turns = lines(dialogue, "Dialogue", MAX_TURNS)
         if len(turns) < 2:
             raise UserError("A dialogue needs at least 2 turns, one per line.")
-        result = scorers(checkpoint).score_dialogue(turns, aggregate=aggregate)
+        result = self.scorers(checkpoint).score_dialogue(turns, aggregate=aggregate)
         rows = [
             [i + 2, turns[i + 1], round(s, 3), round(c, 3), flag_text(f)]
             for i, (s, c, f) in enumerate(zip(result["turn_scores"], result["turn_calibrated"], result["turn_flags"]))
         ]
         chart = {"turn": [r[0] for r in rows], "calibrated": [r[3] for r in rows]}
-        import pandas as pd
-
         summary = f"**Dialogue score ({aggregate}): {result['score']:.3f}**, mean calibrated {np.mean(result['turn_calibrated']):.3f}"
         return summary, rows, pd.DataFrame(chart)
 
     @friendly
     # Gradio injects a progress tracker through this default: its documented idiom.
-    def score_file(upload, context_sep: str, checkpoint: str, progress=gr.Progress(track_tqdm=True)):  # noqa: B008
+    def score_file(self, upload, context_sep: str, checkpoint: str, progress=gr.Progress(track_tqdm=True)):  # noqa: B008
         if upload is None:
             raise UserError("Upload a .jsonl or .csv file with 'context' and 'response' columns.")
         path = upload_path(upload, "files")
@@ -290,12 +286,12 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
                 raise UserError(f"{err}; the demo reads 'context' and 'response'.") from None
         if len(rows) > MAX_ROWS:
             raise UserError(f"{path.name} has {len(rows):,} rows; the demo takes at most {MAX_ROWS:,}.")
-        scorer = scorers(checkpoint)
+        scorer = self.scorers(checkpoint)
         progress(0, desc="scoring")
         track = functools.partial(progress.tqdm, desc="scoring", unit="batch")
         rating = scorer.checkpoint.rating is not None
         score_rows(rows, scorer.score, chunk_rows=64, track=track, error_column=True, rating_column=rating)
-        out = downloads.path(f"{path.stem}.scored{path.suffix}")
+        out = self.downloads.path(f"{path.stem}.scored{path.suffix}")
         columns = output_columns(table.columns, error_column=True, rating_column=rating)
         write_records(out, fmt, [row.record for row in rows], columns=columns)
         bad = sum(1 for row in rows if row.error)
@@ -305,7 +301,7 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
         return str(out), summary
 
     @friendly
-    def compare_files(uploads, context_sep: str, checkpoint: str, baseline: str = ""):
+    def compare_files(self, uploads, context_sep: str, checkpoint: str, baseline: str = ""):
         uploads = [upload for upload in uploads or [] if upload is not None]
         if not 2 <= len(uploads) <= MAX_SYSTEMS:
             raise UserError(f"Upload 2 to {MAX_SYSTEMS} files, one per system; got {len(uploads)}.")
@@ -317,7 +313,9 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
                     raise UserError(
                         f"{system.path.name} has {len(system.rows):,} rows; the demo takes at most {MAX_ROWS:,}."
                     )
-            result, _ = compare_tables(systems, lambda: scorers(checkpoint), baseline=(baseline or "").strip() or None)
+            result, _ = compare_tables(
+                systems, lambda: self.scorers(checkpoint), baseline=(baseline or "").strip() or None
+            )
         except ValueError as err:
             raise UserError(without_paths(str(err), paths)) from None
         table = pd.DataFrame(
@@ -345,8 +343,8 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
         summary = "\n".join([*verdicts, "", decided, "", *warnings, "", f"`{result.signature}`"])
         return table, grid, differences_plot(result), summary
 
-    def about(checkpoint: str):
-        scorer = scorers(checkpoint)
+    def about(self, checkpoint: str):
+        scorer = self.scorers(checkpoint)
         card = scorer.checkpoint.card
         body = card.split("---", 2)[-1].strip() if card.startswith("---") else card
         return (
@@ -360,69 +358,105 @@ def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[s
             f"### Checkpoint\n`{scorer.signature}`\n\n{body}"
         )
 
+
+def _replies_tab(handlers: Handlers, checkpoint: gr.Dropdown) -> None:
+    """The Score replies tab: a context, candidate replies, their ranking and where they fall."""
+    with gr.Tab("Score replies"):
+        with gr.Row():
+            context = gr.Textbox(label="Context: one turn per line, oldest first", lines=6)
+            candidates = gr.Textbox(label=f"Candidate replies: one per line (up to {MAX_CANDIDATES})", lines=6)
+        score_button = gr.Button("Score", variant="primary")
+        ranked = gr.Dataframe(headers=RANKED_HEADERS, label="Ranked replies", interactive=False)
+        plot = gr.Plot(label="Where the replies fall among human replies")
+        gr.Examples(EXAMPLES, [context, candidates], label="Examples: coherent, off-topic, repetitive, echo")
+        score_button.click(
+            handlers.score_replies, [context, candidates, checkpoint], [ranked, plot], api_name="score_replies"
+        )
+
+
+def _dialogue_tab(handlers: Handlers, checkpoint: gr.Dropdown) -> None:
+    """The Score a dialogue tab: a dialogue's turns scored and aggregated."""
+    with gr.Tab("Score a dialogue"):
+        dialogue = gr.Textbox(label="Dialogue: one turn per line", lines=8, value=DIALOGUE_EXAMPLE)
+        aggregate = gr.Radio(["mean", "rms"], value="mean", label="Aggregate of the turn scores")
+        dialogue_button = gr.Button("Score dialogue", variant="primary")
+        dialogue_summary = gr.Markdown()
+        turns = gr.Dataframe(headers=TURN_HEADERS, interactive=False)
+        chart = gr.BarPlot(x="turn", y="calibrated", y_lim=[0, 1], label="Calibrated score per turn")
+        dialogue_button.click(
+            handlers.score_dialogue,
+            [dialogue, aggregate, checkpoint],
+            [dialogue_summary, turns, chart],
+            api_name="score_dialogue",
+        )
+
+
+def _batch_tab(handlers: Handlers, checkpoint: gr.Dropdown) -> None:
+    """The Batch tab: a JSONL or CSV file scored, and the scored file to download."""
+    with gr.Tab("Batch"):
+        gr.Markdown(BATCH_HELP)
+        upload = gr.File(label="File", file_types=[".jsonl", ".csv"])
+        separator = gr.Textbox(label="Split string contexts into turns on (optional)", value="")
+        batch_button = gr.Button("Score file", variant="primary")
+        scored = gr.File(label="Scored file")
+        batch_summary = gr.Markdown()
+        batch_button.click(
+            handlers.score_file, [upload, separator, checkpoint], [scored, batch_summary], api_name="score_file"
+        )
+
+
+def _compare_tab(handlers: Handlers, checkpoint: gr.Dropdown) -> None:
+    """The Compare systems tab: 2 to MAX_SYSTEMS system files, their table, grid, plot and verdicts."""
+    with gr.Tab("Compare systems"):
+        gr.Markdown(COMPARE_HELP)
+        system_files = gr.File(
+            label="System files", file_count="multiple", file_types=[".jsonl", ".csv"], elem_id="system-files"
+        )
+        with gr.Row():
+            compare_separator = gr.Textbox(label="Split string contexts into turns on (optional)", value="")
+            baseline = gr.Textbox(label="Baseline system (optional): a file's name without its extension", value="")
+        compare_button = gr.Button("Compare", variant="primary")
+        system_table = gr.Dataframe(headers=SYSTEM_HEADERS, label="Systems", interactive=False)
+        grid = gr.Dataframe(label=f"Row minus column; * Holm-corrected p < {ALPHA}", interactive=False)
+        differences = gr.Plot(label="Paired differences with 95 % intervals")
+        verdict = gr.Markdown()
+        compare_button.click(
+            handlers.compare_files,
+            [system_files, compare_separator, checkpoint, baseline],
+            [system_table, grid, differences, verdict],
+            api_name="compare_files",
+        )
+
+
+def _about_tab(handlers: Handlers, checkpoint: gr.Dropdown) -> None:
+    """The About tab: what the scores mean, and the checkpoint's card."""
+    with gr.Tab("About"):
+        about_text = gr.Markdown()
+        about_button = gr.Button("Show checkpoint details")
+        about_button.click(handlers.about, [checkpoint], [about_text], api_name="about")
+
+
+def build_demo(default_checkpoint: str | None = None, extra_checkpoints: tuple[str, ...] = ()) -> gr.Blocks:
+    """The demo, its default checkpoint loaded and the other choices found (a ValueError or OSError naming a
+    broken one, before anything is served). ``demo.downloads`` holds the scored files (:class:`Downloads`)."""
+    scorers = Scorers(default_checkpoint)
+    for name in extra_checkpoints:
+        if name not in (BUNDLED, scorers.default):
+            resolve_checkpoint(name)  # loaded on first use; found and checked now
+    choices = list(dict.fromkeys([scorers.default, *extra_checkpoints]))
+    downloads = Downloads()
+    handlers = Handlers(scorers, downloads)
     with gr.Blocks(title="DEnsity: how human-like is this reply?", delete_cache=GRADIO_DELETE_CACHE) as demo:
         gr.Markdown(
             "# DEnsity\nHow typical of human conversation is a reply? "
             "([paper](https://aclanthology.org/2023.findings-acl.896))"
         )
         checkpoint = gr.Dropdown(choices, value=scorers.default, label="Checkpoint", allow_custom_value=False)
-        with gr.Tab("Score replies"):
-            with gr.Row():
-                context = gr.Textbox(label="Context: one turn per line, oldest first", lines=6)
-                candidates = gr.Textbox(label=f"Candidate replies: one per line (up to {MAX_CANDIDATES})", lines=6)
-            score_button = gr.Button("Score", variant="primary")
-            ranked = gr.Dataframe(headers=RANKED_HEADERS, label="Ranked replies", interactive=False)
-            plot = gr.Plot(label="Where the replies fall among human replies")
-            gr.Examples(EXAMPLES, [context, candidates], label="Examples: coherent, off-topic, repetitive, echo")
-            score_button.click(
-                score_replies, [context, candidates, checkpoint], [ranked, plot], api_name="score_replies"
-            )
-        with gr.Tab("Score a dialogue"):
-            dialogue = gr.Textbox(label="Dialogue: one turn per line", lines=8, value=DIALOGUE_EXAMPLE)
-            aggregate = gr.Radio(["mean", "rms"], value="mean", label="Aggregate of the turn scores")
-            dialogue_button = gr.Button("Score dialogue", variant="primary")
-            dialogue_summary = gr.Markdown()
-            turns = gr.Dataframe(headers=TURN_HEADERS, interactive=False)
-            chart = gr.BarPlot(x="turn", y="calibrated", y_lim=[0, 1], label="Calibrated score per turn")
-            dialogue_button.click(
-                score_dialogue,
-                [dialogue, aggregate, checkpoint],
-                [dialogue_summary, turns, chart],
-                api_name="score_dialogue",
-            )
-        with gr.Tab("Batch"):
-            gr.Markdown(BATCH_HELP)
-            upload = gr.File(label="File", file_types=[".jsonl", ".csv"])
-            separator = gr.Textbox(label="Split string contexts into turns on (optional)", value="")
-            batch_button = gr.Button("Score file", variant="primary")
-            scored = gr.File(label="Scored file")
-            batch_summary = gr.Markdown()
-            batch_button.click(
-                score_file, [upload, separator, checkpoint], [scored, batch_summary], api_name="score_file"
-            )
-        with gr.Tab("Compare systems"):
-            gr.Markdown(COMPARE_HELP)
-            system_files = gr.File(
-                label="System files", file_count="multiple", file_types=[".jsonl", ".csv"], elem_id="system-files"
-            )
-            with gr.Row():
-                compare_separator = gr.Textbox(label="Split string contexts into turns on (optional)", value="")
-                baseline = gr.Textbox(label="Baseline system (optional): a file's name without its extension", value="")
-            compare_button = gr.Button("Compare", variant="primary")
-            system_table = gr.Dataframe(headers=SYSTEM_HEADERS, label="Systems", interactive=False)
-            grid = gr.Dataframe(label=f"Row minus column; * Holm-corrected p < {ALPHA}", interactive=False)
-            differences = gr.Plot(label="Paired differences with 95 % intervals")
-            verdict = gr.Markdown()
-            compare_button.click(
-                compare_files,
-                [system_files, compare_separator, checkpoint, baseline],
-                [system_table, grid, differences, verdict],
-                api_name="compare_files",
-            )
-        with gr.Tab("About"):
-            about_text = gr.Markdown()
-            about_button = gr.Button("Show checkpoint details")
-            about_button.click(about, [checkpoint], [about_text], api_name="about")
+        _replies_tab(handlers, checkpoint)
+        _dialogue_tab(handlers, checkpoint)
+        _batch_tab(handlers, checkpoint)
+        _compare_tab(handlers, checkpoint)
+        _about_tab(handlers, checkpoint)
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=64)
     demo.downloads = downloads
     return demo
