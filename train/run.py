@@ -150,8 +150,15 @@ def train_command(args) -> None:
     if progress["epoch"] < config.epochs:
         print(json.dumps({"stopped": progress, "resume": "run the same command again"}))
         return
-    if not trainer.accelerator.is_main_process:
-        return
+    if trainer.accelerator.is_main_process:
+        write_checkpoint(args, config, trainer, progress, (train_pairs, valid_pairs), len(train_data[1]))
+
+
+def write_checkpoint(args, config, trainer, progress: dict, fit_pairs: tuple, train_contexts: int) -> None:
+    """After a finished run: ``checkpoint/`` from the model kept in ``best/`` (the evaluation the selection
+    chose, as the trainer did), the Gaussian fitted on ``fit_pairs``' training pairs with it (validated on its
+    validation pairs), and the model card, which counts the corpus's ``train_contexts``."""
+    train_pairs, valid_pairs = fit_pairs
     records = read_log(args.out / "log.jsonl")
     if progress["best"] == -math.inf:  # the trainer writes best/ only for an evaluation above -inf
         fail(f"no evaluation met --select-floor {config.select_floor}: nothing was kept in best/ to fit")
@@ -162,7 +169,7 @@ def train_command(args) -> None:
     compute = compute_description(
         compute_summary(records),
         contexts_per_step=config.batch_size * config.grad_accum * accelerator.num_processes,
-        train_contexts=len(train_data[1]),
+        train_contexts=train_contexts,
         hardware=hardware if accelerator.num_processes == 1 else f"{accelerator.num_processes} x {hardware}",
         precision=accelerator.mixed_precision,
     )
