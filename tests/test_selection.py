@@ -102,3 +102,24 @@ def test_the_card_says_how_the_evaluation_was_chosen():
     assert describe("recall_at_1", "mrr=start", SELECTION_NAMES).endswith(
         "was at least its value at the start (step 0)"
     )
+
+
+def test_select_keeps_the_start_and_raises_the_best_only_for_a_higher_value():
+    from train.selection import check_selection, select
+
+    progress = {"global_step": 0, "best": -math.inf}
+    rule = ("recall_at_1+mrr", "mrr=start-0.1")
+    assert select({"recall_at_1": 0.2, "mrr": 0.4, "auc_f/echo": 0.9}, *rule, progress)
+    assert progress["start"] == {"recall_at_1": 0.2, "mrr": 0.4} and progress["best"] == pytest.approx(0.3)
+    progress["global_step"] = 5
+    assert not select({"recall_at_1": 0.9, "mrr": 0.25}, *rule, progress)  # below the floor (0.4 - 0.1): -inf
+    assert not select({"recall_at_1": 0.1, "mrr": 0.45}, *rule, progress)  # the mean 0.275, not above 0.3
+    assert select({"recall_at_1": 0.5, "mrr": 0.45}, *rule, progress) and progress["best"] == pytest.approx(0.475)
+    assert progress["start"] == {"recall_at_1": 0.2, "mrr": 0.4}  # only step 0 sets it
+    with pytest.raises(ValueError, match=r"the selection reads \['mrr'"):
+        select({"recall_at_1": 0.5}, *rule, progress)
+    check_selection(*rule, ["recall_at_1", "mrr"])
+    with pytest.raises(
+        ValueError, match="--select-on 'mrr' is not a validation metric of this run; metrics: recall_at_1"
+    ):
+        check_selection(*rule, ["recall_at_1"])
