@@ -101,3 +101,31 @@ def test_one_ahead_makes_the_next_item_while_the_current_one_is_used():
         used.append(item)
     assert used == made == [0, 1, 2, 3]
     assert list(one_ahead(make, [])) == []
+
+
+def test_one_ahead_with_a_gate_makes_the_next_item_only_once_the_gate_opens_and_never_waits_on_a_closed_one():
+    """The loop opens the gate just before its backward pass; a caller that never opens it still gets every item
+    (the gate is opened when the next item is asked for)."""
+    import threading
+
+    gate, started = threading.Event(), {i: threading.Event() for i in range(3)}
+
+    def make(item):
+        started[item].set()
+        return item * 10
+
+    steps = one_ahead(make, range(3), gate=gate)
+    item, result = next(steps)
+    assert (item, result) == (0, 0)
+    assert not started[1].wait(0.2), "item 1 was made before the gate opened"
+    gate.set()
+    assert started[1].wait(5), "item 1 was not made once the gate opened"
+    assert list(steps) == [(1, 10), (2, 20)]  # the gate is never opened again here: nothing waits on it
+
+    closed = threading.Event()
+    early = one_ahead(make, range(3), gate=closed)
+    next(early)
+    finished = threading.Thread(target=early.close)  # a step that fails before the gate opens closes the batches
+    finished.start()
+    finished.join(5)
+    assert not finished.is_alive(), "closing the batches early waited on the closed gate"

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -213,6 +214,7 @@ class Trainer:
             self.anchored = 1 + self.config.negatives if self.config.anchor_negatives else 1
         self._pending: list[tuple[dict, torch.Tensor]] = []
         self.batches = StepBatches(self, self.anchored)
+        self._backward_started = threading.Event()  # opens the next step's batches to be made (one_ahead)
         # The optimizer a step calls: accelerate's wrapper only where it does something (a gradient scaler, XLA);
         # elsewhere it looks up optional packages at every call (about 1 ms a step).
         plain = getattr(self.optimizer, "scaler", None) is None and self.accelerator.distributed_type != "XLA"
@@ -285,9 +287,9 @@ class Trainer:
 
     def _loss(self, micro: MicroBatch) -> tuple[torch.Tensor, ...]:
         """The loss of one micro-batch, its parts (cross-entropy, contrastive term, the density
-        term's margin and drift) and the golds' features (B, d), detached. The cross-entropy reads the
-        first 1 + ``negatives`` candidates of each group; rows ``micro.keep`` leaves out (negatives of an
-        excluded kind) stay out of the contrastive term."""
+        term's margin and drift) and, with a density term, the golds' features (B, d), detached (else None). The
+        cross-entropy reads the first 1 + ``negatives`` candidates of each group; rows ``micro.keep`` leaves out
+        (negatives of an excluded kind) stay out of the contrastive term."""
         config, group_size, selection = self.config, micro.group_size, 1 + self.config.negatives
         device = self.accelerator.device
         with self.accelerator.autocast():
@@ -311,7 +313,9 @@ class Trainer:
             copies = grouped[:, selection:]
             term, margin, drift = self.density_term.loss(golds, copies, anchor_features, micro.real, anchored)
             loss = loss + term
-        return loss, ce, contrastive, margin, drift, golds.detach()
+        # Without a density term nothing reads the golds' features, and a view of them would keep the encoder's
+        # whole last hidden state alive until the step ends.
+        return loss, ce, contrastive, margin, drift, golds.detach() if self.density_term is not None else None
 
     def _anchor_autocast(self):
         """bf16 autocast for the frozen anchor's forward pass on CUDA (it needs no gradient, and bf16 halves
@@ -346,7 +350,8 @@ class Trainer:
                 return self.batches.step(plan, epoch, step, before + step)
 
             pin = self.accelerator.device.type == "cuda"
-            with contextlib.closing(one_ahead(make, range(first, self.steps_per_epoch), pin)) as steps:
+            steps = one_ahead(make, range(first, self.steps_per_epoch), pin, self._backward_started)
+            with contextlib.closing(steps):
                 for step, micro_batches in steps:
                     self._step(micro_batches, epoch, started)
                     bar.update(1)
@@ -380,9 +385,11 @@ class Trainer:
             sync = index == len(micro_batches) - 1
             with contextlib.nullcontext() if sync else accelerator.no_sync(self.model):
                 *parts, step_golds = self._loss(micro)
+                self._backward_started.set()  # the next step's batches are made now, outside the loop's short work
                 accelerator.backward(parts[0] / config.grad_accum)
             losses.append(torch.stack(parts).detach())
-            golds.append(step_golds)
+            if step_golds is not None:
+                golds.append(step_golds)
         accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
         self.step_optimizer.step()
         self.scheduler.step()

@@ -22,6 +22,7 @@ and copied without blocking (:meth:`MicroBatch.to`).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields, replace
@@ -200,20 +201,35 @@ class StepBatches:
 _END = object()
 
 
-def one_ahead(make: Callable, items: Iterable, pin: bool = False) -> Iterator:
+def one_ahead(make: Callable, items: Iterable, pin: bool = False, gate: threading.Event | None = None) -> Iterator:
     """``(item, make(item))`` for each of ``items``, ``make`` of the next item running in a background thread
-    while the caller works on the current one; ``pin``: ``make``'s micro-batches come back in pinned memory."""
+    while the caller works on the current one; ``pin``: ``make``'s micro-batches come back in pinned memory.
 
-    def made(item):
+    ``gate``: the next item's ``make`` waits until the caller sets it (the loop does just before the backward pass,
+    a long call that holds no GIL), so that the thread's Python never takes the GIL from the caller's own short
+    steps between the model's calls; it is set here when the caller asks for the next item, so nothing waits on a
+    gate nobody opens."""
+
+    def made(item, wait: bool):
+        if wait:
+            gate.wait()
         result = make(item)
         return [micro.pinned() for micro in result] if pin else result
 
     items = iter(items)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="next-batch") as pool:
-        item = next(items, _END)
-        pending = pool.submit(made, item) if item is not _END else None
-        while pending is not None:
-            result, current = pending.result(), item
+        try:
             item = next(items, _END)
-            pending = pool.submit(made, item) if item is not _END else None
-            yield current, result
+            pending = pool.submit(made, item, False) if item is not _END else None
+            while pending is not None:
+                if gate is not None:
+                    gate.set()
+                result, current = pending.result(), item
+                if gate is not None:
+                    gate.clear()
+                item = next(items, _END)
+                pending = pool.submit(made, item, gate is not None) if item is not _END else None
+                yield current, result
+        finally:  # closed early (an error in the caller's step): the pool's exit must not wait on a closed gate
+            if gate is not None:
+                gate.set()
