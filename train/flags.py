@@ -90,7 +90,7 @@ PAIR_FORMAT_FLAGS = {
     "layout": {
         "choices": LAYOUTS,
         "help": "paper (default, the published method: one row per pair) or shared-context (one row per "
-        "context, a block per candidate; see density_metric/pair_format.py)",
+        "context, a block per candidate; see density_metric/encoding/pair_format.py)",
     },
     "pooling": {
         "choices": POOLINGS,

@@ -1,15 +1,16 @@
 """The training texts tokenised once, and encoder rows assembled from them by gathers.
 
-The scorer's pair format (:meth:`density_metric.pair_format.PairFormat.pack`) tokenises the texts of every call
+The scorer's packing (:func:`density_metric.encoding.packing.pack`) tokenises the texts of every call
 and reads each context back from its newest turn. A training run calls it thousands of times on the same texts,
 so :class:`TokenStore` does that work once: every text a candidate can be (the pool's utterances, the golds, the
 context turns, where a mix has ``speaker`` each pair's two joins of its previous turn and gold, and where it has
 ``bland`` the run's bland list, :mod:`train.bland`) is tokenised with the scorer's
-:class:`~density_metric.packing.TextIds`, and every context is read with :func:`~density_metric.packing.context_tails`
+:class:`~density_metric.encoding.text_ids.TextIds`, and every context is read with
+:func:`~density_metric.encoding.text_ids.context_tails`
 to the longest budget a pair of the layout keeps. A step's rows are
-then :func:`~density_metric.packing.assemble_rows` over integer positions: no text is read or tokenised inside a step.
+then :func:`~density_metric.encoding.packing.assemble_rows` over integer positions: no text is read or tokenised inside a step.
 
-The rows equal ``PairFormat.pack``'s for the same contexts and candidates (tests/test_token_store.py checks both
+The rows equal ``pack``'s for the same contexts and candidates (tests/test_token_store.py checks both
 layouts on DailyDialog, cut contexts and replies included): a pair's context keeps the last
 ``min(read, budget)`` tokens of the same suffix, whatever the budget the read stopped at.
 """
@@ -73,7 +74,7 @@ class TokenStore:
 
     def rows(self, contexts: np.ndarray, candidates: np.ndarray) -> PackedRows:
         """Encoder rows of pairs ``contexts`` (B,) with candidates at store positions ``candidates`` (B, G), in
-        the pair format's layout (as ``PairFormat.pack`` of their texts)."""
+        the pair format's layout (as ``pack`` of their texts)."""
         contexts, candidates = np.asarray(contexts, dtype=np.int64), np.asarray(candidates, dtype=np.int64)
         sizes = np.full(len(contexts), candidates.shape[1], dtype=np.int64)
         flat = candidates.ravel()
