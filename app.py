@@ -37,8 +37,7 @@ from density_metric.comparison.result import (  # noqa: E402
 )
 from density_metric.comparison.significance import DEFAULT_RESAMPLES, DEFAULT_SEED, DEFAULT_TRIALS  # noqa: E402
 from density_metric.comparison.systems import compare_tables, read_system  # noqa: E402
-from density_metric.row_flags import FLOORED  # noqa: E402
-from density_metric.tables import (  # noqa: E402
+from density_metric.io.tables import (  # noqa: E402
     output_columns,
     raise_for_missing_column,
     read_table,
@@ -46,6 +45,7 @@ from density_metric.tables import (  # noqa: E402
     table_format,
     write_records,
 )
+from density_metric.row_flags import FLOORED  # noqa: E402
 
 logger = logging.getLogger("density_app")
 

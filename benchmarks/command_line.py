@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from train.judgments import JudgmentSet, load_named_sets
 
 if TYPE_CHECKING:
-    from density_metric.checkpoint_format import Checkpoint
+    from density_metric.checkpoint.format import Checkpoint
 
 # density_metric (and with it torch) is imported where a check needs it: the scripts that read only logs
 # (pilot_table, learning_curve) start in a fraction of a second.
@@ -87,7 +87,7 @@ def check_checkpoint(
     parser: argparse.ArgumentParser, checkpoint: str | None, revision: str | None = None, flag: str = "--checkpoint"
 ) -> Checkpoint:
     """The checkpoint that ``flag`` names, loaded and checked as DensityScorer loads it (without the encoder)."""
-    from density_metric.checkpoint_sources import resolve_checkpoint
+    from density_metric.checkpoint.sources import resolve_checkpoint
 
     try:
         return resolve_checkpoint(checkpoint, revision)

@@ -268,8 +268,8 @@ def training(check: Check, result: dict, ends: float) -> None:
     60 % (or --train-minutes); then its Gaussian, fitted on --fit-pairs training pairs with the float16 weights. If the run stopped
     before writing its checkpoint, its last state is fitted with ``python -m train fit``. The weights come back in
     parts (:func:`pack_weights`), the run's log and the checkpoint's other files in training.tar.gz."""
-    from density_metric.checkpoint_format import CONFIG_FILE, DensityConfig
-    from density_metric.checkpoint_sources import resolve_checkpoint
+    from density_metric.checkpoint.format import CONFIG_FILE, DensityConfig
+    from density_metric.checkpoint.sources import resolve_checkpoint
 
     args, out = check.args, Path(check.args.out)
     seconds = ends - time.monotonic()  # the section's

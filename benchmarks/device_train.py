@@ -41,7 +41,7 @@ import sys
 import time
 from pathlib import Path
 
-from density_metric.checkpoint_format import CONFIG_FILE
+from density_metric.checkpoint.format import CONFIG_FILE
 
 from .device_recipes import RECIPES
 from .device_sections import (

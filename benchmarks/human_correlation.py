@@ -23,7 +23,7 @@ from scipy.stats import pearsonr, spearmanr
 
 from density_metric import DensityScorer
 from density_metric.correlation import pearson, spearman
-from density_metric.inputs import check_dialogues, check_pairs, dialogue_pairs
+from density_metric.io.inputs import check_dialogues, check_pairs, dialogue_pairs
 from density_metric.scoring import DIALOGUE_AGGREGATES, dialogue_score
 from train.corpora import load_dailydialog
 from train.judgments import PROTOCOLS, JudgmentSet, apply_protocol, context_of, has_protocol

@@ -1,7 +1,7 @@
 """DEnsity (Park et al., Findings of ACL 2023): how typical a dialogue response is of human conversation."""
 
-from .checkpoint_format import Checkpoint, DensityConfig, load_checkpoint, save_checkpoint
-from .checkpoint_sources import resolve_checkpoint
+from .checkpoint.format import Checkpoint, DensityConfig, load_checkpoint, save_checkpoint
+from .checkpoint.sources import resolve_checkpoint
 from .comparison.result import ComparisonResult
 from .comparison.significance import compare
 from .encoding.packing import encode_pairs

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch.distributed as dist
 
-from .inputs import check_pairs
+from .io.inputs import check_pairs
 from .row_flags import warn_flags
 from .scoring import DensityResult, DensityScorer
 

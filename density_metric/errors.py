@@ -2,7 +2,7 @@
 the command lines' ``error: ...`` exit and their input file reader.
 
 Below :mod:`density_metric.backbone` (the encoder's files) and
-:mod:`density_metric.checkpoint_format` (DEnsity's files), which both read JSON files that
+:mod:`density_metric.checkpoint.format` (DEnsity's files), which both read JSON files that
 users may have edited, and below every command line (``density_metric.cli``, ``train/``).
 """
 

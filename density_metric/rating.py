@@ -15,7 +15,7 @@ together by k-fold cross-validation (a log grid of penalties); with a few hundre
 on all rows. Written with
 numpy (the library needs no scikit-learn); the tests check it against scikit-learn's ``Ridge``.
 ``python -m train calibrate`` fits one and writes it into a copy of the checkpoint
-(``density_rating.safetensors``, see :mod:`density_metric.checkpoint_format`).
+(``density_rating.safetensors``, see :mod:`density_metric.checkpoint.format`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 turns a chunk of pairs into output columns for both table paths (files: ``tables.score_rows``;
 ``datasets``: ``DensityScorer.score_dataset``).
 
-Below both :mod:`density_metric.scoring` and :mod:`density_metric.tables`, and importing neither.
+Below both :mod:`density_metric.scoring` and :mod:`density_metric.io.tables`, and importing neither.
 """
 
 from __future__ import annotations

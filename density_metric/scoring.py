@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from .checkpoint_sources import resolve_checkpoint
+from .checkpoint.sources import resolve_checkpoint
 from .encoding.features import PROGRESS_MIN_PAIRS, Encoder
 from .errors import positive_int
 from .gaussian import calibrate
-from .inputs import as_context, check_dialogues, check_pairs, dialogue_pairs
+from .io.inputs import as_context, check_dialogues, check_pairs, dialogue_pairs
 from .results import DensityResult, score_columns, score_features
 from .row_flags import FLOOR_POLICY, floor_distances, packing_flags, reply_flags, row_flags, warn_flags
 from .signature import Signature
@@ -145,7 +145,7 @@ class DensityScorer:
     ) -> np.ndarray:
         """The score's distance of every pair (:meth:`distances_of`: Mahalanobis, with the repetition term where
         the checkpoint has one, at least the floor for an empty, unreadable or punctuation-only reply): (n,) float64. ``first_row``
-        and ``fields`` name bad rows in errors (as :func:`~density_metric.inputs.check_pairs`)."""
+        and ``fields`` name bad rows in errors (as :func:`~density_metric.io.inputs.check_pairs`)."""
         contexts, responses = check_pairs(
             contexts, responses, first_row=first_row, allow_empty=allow_empty, fields=fields
         )

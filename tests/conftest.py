@@ -33,7 +33,7 @@ if _WORKERS > 1 and "OMP_NUM_THREADS" not in os.environ:
 
 import pytest  # noqa: E402
 
-from density_metric.checkpoint_format import DensityConfig, save_checkpoint  # noqa: E402
+from density_metric.checkpoint.format import DensityConfig, save_checkpoint  # noqa: E402
 from density_metric.encoding.features import Encoder  # noqa: E402
 from density_metric.encoding.pair_format import PairFormat  # noqa: E402
 from density_metric.gaussian import GaussianAccumulator, GaussianStats  # noqa: E402

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from gradio_client import Client, handle_file
 
-from density_metric.tables import read_rows
+from density_metric.io.tables import read_rows
 
 from .ports import free_port
 from .test_significance import naive_holm

@@ -166,7 +166,7 @@ def test_a_fine_tune_names_its_starts_revision_and_the_validation_candidates(tin
     """A path such as density_metric/default names another model once the fine-tune is bundled there;
     the revision does not. Recall@1 is measured over --valid-negatives random candidates, not the
     training negatives."""
-    from density_metric.checkpoint_sources import resolve_checkpoint
+    from density_metric.checkpoint.sources import resolve_checkpoint
 
     start = tmp_path / "start"
     shutil.copytree(tiny_checkpoint, start)

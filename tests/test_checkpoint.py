@@ -15,8 +15,8 @@ import pytest
 from safetensors.numpy import load_file, save_file
 
 from density_metric import DensityScorer
-from density_metric.checkpoint_format import CONFIG_FILE, GAUSSIAN_FILE, CheckpointError, load_checkpoint
-from density_metric.checkpoint_sources import BUNDLED_DIR, resolve_checkpoint
+from density_metric.checkpoint.format import CONFIG_FILE, GAUSSIAN_FILE, CheckpointError, load_checkpoint
+from density_metric.checkpoint.sources import BUNDLED_DIR, resolve_checkpoint
 from density_metric.encoding.features import Encoder
 
 from .hub_cache import build_hub_cache
@@ -189,7 +189,7 @@ def test_string_that_is_neither_directory_nor_repo_id_is_rejected(tmp_path):
 
 
 def test_saving_statistics_without_calibration_fails_and_writes_nothing(tiny_checkpoint, tmp_path):
-    from density_metric.checkpoint_format import DensityConfig, save_checkpoint
+    from density_metric.checkpoint.format import DensityConfig, save_checkpoint
 
     checkpoint = load_checkpoint(tiny_checkpoint)
     uncalibrated = dataclasses.replace(checkpoint.stats, quantiles=None)
@@ -202,7 +202,7 @@ def test_saving_statistics_without_calibration_fails_and_writes_nothing(tiny_che
 
 
 def test_saving_a_head_of_the_wrong_size_fails(tiny_checkpoint, tmp_path):
-    from density_metric.checkpoint_format import save_checkpoint
+    from density_metric.checkpoint.format import save_checkpoint
 
     checkpoint = load_checkpoint(tiny_checkpoint)
     with pytest.raises(CheckpointError, match=r"density_head.safetensors: weight must be \(32,\)"):
@@ -360,7 +360,7 @@ def test_precision_spectrum_tolerance(broken, relative_shift, loads):
 
 
 def test_saving_a_precision_that_is_not_positive_semi_definite_fails_and_writes_nothing(tiny_checkpoint, tmp_path):
-    from density_metric.checkpoint_format import save_checkpoint
+    from density_metric.checkpoint.format import save_checkpoint
 
     checkpoint = load_checkpoint(tiny_checkpoint)
     negated = dataclasses.replace(checkpoint.stats, precision=-checkpoint.stats.precision)
@@ -385,7 +385,7 @@ def test_untuned_baseline_statistics_load_with_their_fingerprint(caplog):
 
 
 def test_the_configs_score_definition_names_the_feature_of_its_layout_and_pooling():
-    from density_metric.checkpoint_format import DensityConfig
+    from density_metric.checkpoint.format import DensityConfig
     from density_metric.encoding.pair_format import PairFormat
 
     paper = DensityConfig().to_dict()["score"]
@@ -430,7 +430,7 @@ def test_malformed_fingerprint_is_named(broken):
 def test_saved_float16_checkpoint_loads_and_its_float32_copy_too(tiny_checkpoint, tmp_path):
     """save_checkpoint fingerprints the weights as written; the same values in float32 match."""
     from density_metric.backbone import load_backbone
-    from density_metric.checkpoint_format import save_checkpoint
+    from density_metric.checkpoint.format import save_checkpoint
 
     checkpoint = load_checkpoint(tiny_checkpoint)
     model, tokenizer = load_backbone(checkpoint.encoder_path)

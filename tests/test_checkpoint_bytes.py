@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from density_metric.checkpoint_format import load_checkpoint
+from density_metric.checkpoint.format import load_checkpoint
 
 
 def test_a_saved_tokenizer_config_does_not_record_how_the_tokenizer_was_loaded(tiny_checkpoint, tmp_path):
@@ -46,7 +46,7 @@ def test_a_checkpoint_fitted_with_the_hub_offline_has_the_revision_of_one_fitted
 def test_the_same_statistics_are_written_as_the_same_bytes(tiny_checkpoint, tmp_path):
     # safetensors writes metadata keys in a hash map's order, which varies between writes: the same fit gave
     # another file, and so another revision, from one run to the next.
-    from density_metric.checkpoint_tensors import save_gaussian
+    from density_metric.checkpoint.tensors import save_gaussian
 
     stats = load_checkpoint(tiny_checkpoint).stats
     written = set()

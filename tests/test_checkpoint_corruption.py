@@ -25,7 +25,7 @@ from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 
 from density_metric import DensityScorer
-from density_metric.checkpoint_format import CheckpointError, save_head
+from density_metric.checkpoint.format import CheckpointError, save_head
 
 GARBAGE = bytes(range(255, -1, -1)) * 4  # not UTF-8, and a nonsense safetensors header length
 PAIRS = ([["hi there", "how are you"], ["what a day"]], ["fine thanks", "nice weather"])

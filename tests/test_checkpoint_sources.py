@@ -1,4 +1,4 @@
-"""Where a checkpoint comes from (density_metric.checkpoint_sources): what is said before anything is loaded."""
+"""Where a checkpoint comes from (density_metric.checkpoint.sources): what is said before anything is loaded."""
 
 from pathlib import Path
 
@@ -32,7 +32,7 @@ def test_a_file_given_as_checkpoint_is_refused_naming_it(tmp_path, caplog):
 
 def test_a_hub_checkpoint_loaded_without_a_revision_warns_naming_the_commit_to_pin(tiny_checkpoint, tmp_path, caplog):
     build_hub_cache(tmp_path / "hub", "org/tiny-density", tiny_checkpoint, COMMIT)
-    with caplog.at_level("WARNING", logger="density_metric.checkpoint_sources"):
+    with caplog.at_level("WARNING", logger="density_metric.checkpoint.sources"):
         loaded = resolve_checkpoint("org/tiny-density", cache_dir=tmp_path / "hub", local_files_only=True)
     assert loaded.revision == COMMIT
     assert f"without a pinned revision (main is commit {COMMIT} now); pass revision='{COMMIT}'" in caplog.text

@@ -20,7 +20,7 @@ import torch
 
 from density_metric import distributed
 from density_metric.cli import main
-from density_metric.tables import read_rows
+from density_metric.io.tables import read_rows
 
 from .test_tables import SCORE_COLUMNS
 from .tiny import synthetic_pairs

@@ -2,7 +2,7 @@
 
 import pytest
 
-from density_metric.checkpoint_sources import BUNDLED_DIR, resolve_checkpoint
+from density_metric.checkpoint.sources import BUNDLED_DIR, resolve_checkpoint
 from density_metric.cli import main
 
 from .test_cli import ROWS, read_jsonl, write_jsonl

@@ -71,7 +71,8 @@ def test_bad_row_error_names_its_dataset_row(tiny_scorer):
 
 def test_datasets_and_tables_share_one_scoring_step(tiny_scorer, monkeypatch):
     """score_dataset and tables.score_rows both turn chunks into columns with results.score_columns."""
-    from density_metric import results, scoring, tables
+    from density_metric import results, scoring
+    from density_metric.io import tables
 
     contexts, responses = synthetic_pairs(10, seed=34)
     chunk_sizes = []

@@ -211,8 +211,8 @@ def test_the_score_command_writes_flags_and_warns_once_for_a_file_of_several_chu
 ):
     import functools
 
-    from density_metric import tables
     from density_metric.cli import score as score_cli
+    from density_metric.io import tables
 
     monkeypatch.setattr(score_cli, "score_rows", functools.partial(tables.score_rows, chunk_rows=2))
     (tmp_path / "in.jsonl").write_text("".join(json.dumps(row) + "\n" for row in flagged_rows), encoding="utf-8")

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from density_metric.inputs import check_pairs
+from density_metric.io.inputs import check_pairs
 
 # Anything JSON-like or Python-like a user might pass, nested a few levels.
 scalars = st.one_of(

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from density_metric import DensityScorer
-from density_metric.checkpoint_sources import resolve_checkpoint
+from density_metric.checkpoint.sources import resolve_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 DAILYDIALOG = ROOT.parent / "shared" / "data" / "dailydialog"

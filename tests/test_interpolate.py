@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
-from density_metric.checkpoint_format import CONFIG_FILE, HEAD_FILE, DensityConfig, save_head
+from density_metric.checkpoint.format import CONFIG_FILE, HEAD_FILE, DensityConfig, save_head
 from train.__main__ import main
 
 

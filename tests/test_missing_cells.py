@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from density_metric.cli import main
-from density_metric.tables import read_table, write_records
+from density_metric.io.tables import read_table, write_records
 
 from .test_cli import error_line, read_jsonl, run
 

@@ -154,8 +154,8 @@ def test_the_count_script_counts_flagged_rows_by_people_and_the_largest_share():
 def texts_that_list_the_flags() -> dict[str, str]:
     from pathlib import Path
 
-    from density_metric import tables
     from density_metric.density import density
+    from density_metric.io import tables
     from density_metric.results import DensityResult
     from density_metric.scoring import DensityScorer
 

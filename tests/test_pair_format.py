@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from transformers import BertTokenizer
 
-from density_metric.checkpoint_format import DensityConfig
+from density_metric.checkpoint.format import DensityConfig
 from density_metric.encoding.length_options import with_max_length
 from density_metric.encoding.packing import encode_pairs, pack
 from density_metric.encoding.pair_format import PairFormat, join_context, special_token_layout
@@ -140,7 +140,7 @@ def test_the_blank_rule_agrees_with_the_bundled_tokenizer_on_every_character(tmp
 
     from transformers import AutoTokenizer
 
-    from density_metric.checkpoint_sources import resolve_checkpoint
+    from density_metric.checkpoint.sources import resolve_checkpoint
     from density_metric.encoding.pair_format import is_blank
 
     tok = AutoTokenizer.from_pretrained(resolve_checkpoint(None).encoder_path)

@@ -14,7 +14,7 @@ from scipy.stats import pearsonr
 from sklearn.linear_model import Ridge
 
 from density_metric import DensityScorer
-from density_metric.checkpoint_format import HEAD_FILE, RATING_FILE, CheckpointError, load_checkpoint
+from density_metric.checkpoint.format import HEAD_FILE, RATING_FILE, CheckpointError, load_checkpoint
 from density_metric.rating import RatingHead, cross_validated_mse, ridge, standardise
 from train.__main__ import main as train_main
 from train.calibrate import read_ratings
@@ -127,7 +127,7 @@ def test_calibrated_checkpoint_predicts_held_out_ratings(calibrated):
 
 
 def test_calibrating_into_a_used_folder_leaves_nothing_of_the_earlier_checkpoint(calibrated, with_head, tmp_path):
-    from density_metric.checkpoint_format import CHECKPOINT_FILES, RATING_FILE
+    from density_metric.checkpoint.format import CHECKPOINT_FILES, RATING_FILE
 
     rated, _ = calibrated
     stale = next(name for name in CHECKPOINT_FILES if not (with_head / name).exists() and name != RATING_FILE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from density_metric.checkpoint_format import GAUSSIAN_FILE, load_checkpoint, read_safetensors
+from density_metric.checkpoint.format import GAUSSIAN_FILE, load_checkpoint, read_safetensors
 from density_metric.errors import CheckpointError
 from density_metric.gaussian import GaussianStats
 from density_metric.repetition import RepetitionTerm, rep2

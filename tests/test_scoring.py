@@ -9,7 +9,7 @@ from safetensors.numpy import load_file
 from scipy.stats import pearsonr
 
 from density_metric import DensityScorer
-from density_metric.checkpoint_format import GAUSSIAN_FILE
+from density_metric.checkpoint.format import GAUSSIAN_FILE
 
 from .tiny import synthetic_pairs
 
@@ -136,7 +136,7 @@ def test_cpu_batches_are_capped_by_padded_tokens():
 
 
 def test_last_layer_computed_for_cls_only_gives_the_full_models_features(tiny_checkpoint, tiny_scorer):
-    from density_metric.checkpoint_format import load_checkpoint
+    from density_metric.checkpoint.format import load_checkpoint
     from density_metric.encoding.features import Encoder
 
     checkpoint = load_checkpoint(tiny_checkpoint)
@@ -161,7 +161,7 @@ def test_cls_only_layer_falls_back_to_the_full_model_with_a_warning_on_an_unchec
     import transformers
 
     from density_metric.backbone import load_backbone
-    from density_metric.checkpoint_format import load_checkpoint
+    from density_metric.checkpoint.format import load_checkpoint
     from density_metric.encoding.last_layer import compute_cls_only_in_last_layer
 
     model, _ = load_backbone(load_checkpoint(tiny_checkpoint).encoder_path)

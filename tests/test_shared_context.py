@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from density_metric import DensityScorer
-from density_metric.checkpoint_format import CONFIG_FILE, load_checkpoint
+from density_metric.checkpoint.format import CONFIG_FILE, load_checkpoint
 from density_metric.encoding.features import Encoder, batch_features, rows_to_batch, segment_mask
 from density_metric.encoding.packing import pack
 from density_metric.encoding.pair_format import PairFormat

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from density_metric.io.tables import output_columns, read_rows, score_rows, write_records
 from density_metric.scoring import DensityResult
-from density_metric.tables import output_columns, read_rows, score_rows, write_records
 
 TEXT = st.text(
     alphabet=st.one_of(

@@ -1,4 +1,4 @@
-"""density_metric.tables: formats, reading and checking rows, scoring in chunks, writing; no model needed."""
+"""density_metric.io.tables: formats, reading and checking rows, scoring in chunks, writing; no model needed."""
 
 import csv
 import json
@@ -9,8 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from density_metric.scoring import DensityResult
-from density_metric.tables import (
+from density_metric.io.tables import (
     Row,
     output_columns,
     raise_for_bad_rows,
@@ -22,6 +21,7 @@ from density_metric.tables import (
     table_format,
     write_records,
 )
+from density_metric.scoring import DensityResult
 
 RECORDS = [
     {"id": 1, "context": ["hi", "how are you"], "response": "fine thanks"},

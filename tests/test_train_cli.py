@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from density_metric.checkpoint_format import DensityConfig
+from density_metric.checkpoint.format import DensityConfig
 from density_metric.encoding.pair_format import PairFormat
 from train.__main__ import build_parser
 from train.config import TrainConfig, flag_of

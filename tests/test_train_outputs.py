@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import density_metric
-from density_metric.checkpoint_format import CONFIG_FILE, DensityConfig
+from density_metric.checkpoint.format import CONFIG_FILE, DensityConfig
 from train.__main__ import build_parser
 from train.flags import config_from_args
 

@@ -3,7 +3,7 @@ where it reads a model, where it writes, and its counts (:func:`check_at_least`)
 
 Reading. A checkpoint argument (``train --init-from``, ``interpolate``'s START and END, ``calibrate``,
 ``repetition-term``) is what ``density-metric score`` takes, resolved as
-:func:`density_metric.checkpoint_sources.resolve_checkpoint` resolves it: ``default`` (the bundled
+:func:`density_metric.checkpoint.sources.resolve_checkpoint` resolves it: ``default`` (the bundled
 release), a folder, or a Hub model repo id. An encoder argument (``train --backbone``, ``fit
 --encoder``) is a folder, a Hub id, ``minilm`` or ``default`` (the bundled release's folder).
 
@@ -20,8 +20,8 @@ import os
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
-from density_metric.checkpoint_format import CARD_FILE, CHECKPOINT_FILES, GAUSSIAN_FILE, RATING_FILE
-from density_metric.checkpoint_sources import BUNDLED_DIR, is_repo_id, resolve_checkpoint
+from density_metric.checkpoint.format import CARD_FILE, CHECKPOINT_FILES, GAUSSIAN_FILE, RATING_FILE
+from density_metric.checkpoint.sources import BUNDLED_DIR, is_repo_id, resolve_checkpoint
 
 from .model import BACKBONE_ALIASES, backbone_path
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from density_metric.checkpoint_format import (
+from density_metric.checkpoint.format import (
     CARD_FILE,
     CHECKPOINT_FILES,
     RATING_FILE,
@@ -23,7 +23,7 @@ from density_metric.checkpoint_format import (
     save_rating,
 )
 from density_metric.errors import fail
-from density_metric.inputs import as_context, as_response
+from density_metric.io.inputs import as_context, as_response
 from density_metric.rating import RatingHead
 
 from .arguments import OUT_RULE, check_out, local_checkpoint_folder

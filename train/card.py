@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from string import Template
 
-from density_metric.checkpoint_format import CheckpointError, load_checkpoint
+from density_metric.checkpoint.format import CheckpointError, load_checkpoint
 from density_metric.errors import fail
 
 from .arguments import checkpoint_folder

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from safetensors.numpy import load_file, save_file
 
-from density_metric.checkpoint_format import (
+from density_metric.checkpoint.fingerprint import FINGERPRINT_KEY
+from density_metric.checkpoint.format import (
     CARD_FILE,
     CHECKPOINT_FILES,
     CONFIG_FILE,
@@ -29,7 +30,6 @@ from density_metric.checkpoint_format import (
 )
 from density_metric.encoding.features import Encoder
 from density_metric.errors import fail
-from density_metric.fingerprint import FINGERPRINT_KEY
 from density_metric.gaussian import ESTIMATORS, GaussianAccumulator, GaussianStats
 from density_metric.repetition import RepetitionTerm
 from density_metric.repetition import check_settings as check_repetition_settings

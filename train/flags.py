@@ -38,7 +38,7 @@ def init_from_pair_format(directory: str, flag: str = "--init-from") -> PairForm
     """The pair format of the DEnsity checkpoint ``directory`` (given as ``flag``; ``default``, a folder
     or a Hub repo id, as :func:`train.arguments.checkpoint_folder` resolves it), which the run must keep; a
     ValueError names the folder or file."""
-    from density_metric.checkpoint_format import CONFIG_FILE, DensityConfig
+    from density_metric.checkpoint.format import CONFIG_FILE, DensityConfig
     from density_metric.errors import CheckpointError
 
     path = checkpoint_folder(directory, flag) / CONFIG_FILE

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from density_metric.checkpoint_format import CONFIG_FILE, HEAD_FILE, DensityConfig, load_head, save_head
+from density_metric.checkpoint.format import CONFIG_FILE, HEAD_FILE, DensityConfig, load_head, save_head
 from density_metric.errors import fail
 
 from .arguments import ENCODER_FOLDER_FILES, OUT_RULE, check_out, checkpoint_folder

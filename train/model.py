@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from density_metric.backbone import load_backbone, quiet_transformers, save_tokenizer
-from density_metric.checkpoint_format import HEAD_FILE, load_head, save_head
+from density_metric.checkpoint.format import HEAD_FILE, load_head, save_head
 from density_metric.encoding.features import batch_features
 from density_metric.encoding.last_layer import compute_cls_only_in_last_layer
 from density_metric.encoding.pair_format import PairFormat

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from density_metric.checkpoint_format import CHECKPOINT_FILES, load_checkpoint
+from density_metric.checkpoint.format import CHECKPOINT_FILES, load_checkpoint
 from density_metric.errors import fail
 
 logger = logging.getLogger(__name__)

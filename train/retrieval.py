@@ -292,7 +292,7 @@ class RetrievalIndex:
         self._checked_pool = pool
 
     def save(self, path: str | Path) -> None:
-        from density_metric.checkpoint_tensors import write_tensors
+        from density_metric.checkpoint.tensors import write_tensors
 
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from density_metric.checkpoint_format import DensityConfig
+from density_metric.checkpoint.format import DensityConfig
 from density_metric.encoding.device import machine_description
 from density_metric.errors import fail
 from density_metric.gaussian import ESTIMATORS

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from density_metric.checkpoint_sources import resolve_checkpoint
+from density_metric.checkpoint.sources import resolve_checkpoint
 from density_metric.encoding.features import length_sorted_batches, rows_to_batch
 from density_metric.encoding.packing import pack
 

@@ -6,7 +6,7 @@ One module a command (:mod:`.score`, :mod:`.compare`, :mod:`.install`), the opti
 and the parser with the entry point (:mod:`.parser`: :func:`main`, the ``density-metric`` console script).
 
 Arguments, the torchrun start-up (one process group, one device per rank) and messages live here;
-tables are read, checked, scored and written by :mod:`density_metric.tables`. A problem with the
+tables are read, checked, scored and written by :mod:`density_metric.io.tables`. A problem with the
 input, the output path or the options (a ValueError of the library included) is one
 ``error: ...`` line on stderr and exit code 2. Ctrl-C is ``interrupted; no output written`` and
 exit code 130.

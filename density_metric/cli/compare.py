@@ -8,8 +8,8 @@ from pathlib import Path
 from ..comparison.command import compare_command
 from ..comparison.result import TESTS
 from ..comparison.significance import DEFAULT_RESAMPLES, DEFAULT_SEED, DEFAULT_TRIALS
+from ..io.tables import FORMATS
 from ..signature import SCORE_DEFINING_WORDS
-from ..tables import FORMATS
 from .options import add_field_options, add_scorer_options, argparse_positive_int
 
 

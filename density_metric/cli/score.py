@@ -19,9 +19,8 @@ from tqdm.auto import tqdm
 
 from ..comparison.significance import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_blocks, percentile_ci, resampled_means
 from ..errors import fail, read_or_fail
-from ..outputs import same_file
-from ..row_flags import FLOORED, warn_flags
-from ..tables import (
+from ..io.outputs import same_file
+from ..io.tables import (
     FORMATS,
     STDIN,
     Table,
@@ -39,6 +38,7 @@ from ..tables import (
     unify_contexts,
     write_records,
 )
+from ..row_flags import FLOORED, warn_flags
 from .options import add_field_options, add_scorer_options
 
 logger = logging.getLogger("density_metric")

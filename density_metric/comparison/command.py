@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import fail, read_or_fail
-from ..outputs import check_output_path, output_target, same_file, temporary_path
+from ..io.outputs import check_output_path, output_target, same_file, temporary_path
 from .systems import compare_tables, read_system
 
 logger = logging.getLogger("density_metric")

@@ -1,6 +1,6 @@
 """Comparing dialogue systems: ``DensityScorer.compare`` and the tables of ``python -m density_metric compare``.
 
-Each system is a table (JSONL, CSV or parquet, read by :mod:`density_metric.tables`) of its
+Each system is a table (JSONL, CSV or parquet, read by :mod:`density_metric.io.tables`) of its
 replies to the same contexts, in the same order. Tables that all have the score column
 (``--score-field``, default ``density``: what ``score`` writes) are not scored again; tables that
 all lack it are scored with the checkpoint; a mix is an error naming the files. Stored scores are
@@ -33,9 +33,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..io.tables import Row, raise_for_bad_rows, read_table
 from ..row_flags import FLAGS, FLOORED, NON_LATIN, TRUNCATED, TRUNCATED_CONTEXT, TRUNCATED_REPLY, count_flags
 from ..signature import SCORE_DEFINING_WORDS, Signature
-from ..tables import Row, raise_for_bad_rows, read_table
 from .result import ComparisonResult
 from .significance import check_baseline, compare
 

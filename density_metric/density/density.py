@@ -10,7 +10,7 @@ import re
 import datasets
 import evaluate
 
-from density_metric.inputs import as_context, as_response, check_pairs
+from density_metric.io.inputs import as_context, as_response, check_pairs
 from density_metric.scoring import DensityScorer
 
 # `python -m density_metric install` writes its stamp here in the installed copy (the package's version, folder and

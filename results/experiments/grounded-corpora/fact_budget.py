@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from transformers import AutoTokenizer
 
-from density_metric.checkpoint_sources import resolve_checkpoint
+from density_metric.checkpoint.sources import resolve_checkpoint
 from density_metric.encoding.pair_format import join_context
 from train.grounded_corpora import load_personachat, load_topical_chat
 from train.judgments import facts_of

@@ -1,6 +1,6 @@
 """The encoder fingerprint that ties a checkpoint's Gaussian to the encoder weights and pair format
 it was fitted with: computed by :func:`encoder_fingerprint`, stored in the Gaussian file's metadata
-(:data:`FINGERPRINT_KEY`) by ``checkpoint_format.save_checkpoint`` and checked on load by
+(:data:`FINGERPRINT_KEY`) by ``checkpoint.format.save_checkpoint`` and checked on load by
 :func:`check_fingerprint`; and :func:`files_hash`, the content hash of a local checkpoint's files.
 """
 
@@ -17,9 +17,9 @@ import numpy as np
 import torch
 from safetensors import safe_open
 
-from .backbone import load_backbone
-from .encoding.pair_format import PairFormat
-from .errors import CheckpointError
+from ..backbone import load_backbone
+from ..encoding.pair_format import PairFormat
+from ..errors import CheckpointError
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ def check_fingerprint(
 
 def files_hash(files: Sequence[Path]) -> str:
     """First 16 hex digits of a sha256 over each file's name and bytes, in the order given (the
-    ``revision`` of a local checkpoint: ``checkpoint_format.content_hash``)."""
+    ``revision`` of a local checkpoint: ``checkpoint.format.content_hash``)."""
     digest = hashlib.sha256()
     for file in files:
         digest.update(file.name.encode())

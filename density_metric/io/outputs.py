@@ -4,7 +4,7 @@ can be written.
 An earlier output is never removed up front: every writer writes a temporary file beside the target and
 renames it over the target when complete, so a run that fails or is stopped leaves the earlier file as it was.
 
-Used by :mod:`density_metric.tables` (``write_records``, ``check_writable``) and the command line.
+Used by :mod:`density_metric.io.tables` (``write_records``, ``check_writable``) and the command line.
 """
 
 from __future__ import annotations

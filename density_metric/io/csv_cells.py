@@ -1,6 +1,6 @@
 """Missing cells of a CSV table: an empty, unquoted cell is a missing value (pandas writes NaN and None so), which
-:mod:`density_metric.tables` never reads as empty text; an empty string is a quoted ``""``, as
-:func:`~density_metric.table_writer.write_records` writes it. Python's ``csv`` reader gives both as ``""`` (its
+:mod:`density_metric.io.tables` never reads as empty text; an empty string is a quoted ``""``, as
+:func:`~density_metric.io.table_writer.write_records` writes it. Python's ``csv`` reader gives both as ``""`` (its
 ``QUOTE_NOTNULL`` reading needs Python 3.12), so the row's own text says which it was.
 """
 

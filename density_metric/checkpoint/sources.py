@@ -1,6 +1,6 @@
 """Where a checkpoint comes from: the bundled default, a local directory, or a Hub model repo.
 
-What a checkpoint holds and how it is checked is :mod:`density_metric.checkpoint_format`;
+What a checkpoint holds and how it is checked is :mod:`density_metric.checkpoint.format`;
 this module only finds the directory and says where it came from (``source``, ``revision``).
 """
 
@@ -10,11 +10,11 @@ import logging
 import os
 from pathlib import Path
 
-from .checkpoint_format import CHECKPOINT_FILES, Checkpoint, CheckpointError, load_checkpoint
+from .format import CHECKPOINT_FILES, Checkpoint, CheckpointError, load_checkpoint
 
 logger = logging.getLogger(__name__)
 
-BUNDLED_DIR = Path(__file__).resolve().parent / "default"
+BUNDLED_DIR = Path(__file__).resolve().parent.parent / "default"
 BUNDLED = "bundled"  # the checkpoint's name on the command line, and the prefix of its source in signatures
 
 

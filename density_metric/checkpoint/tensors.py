@@ -2,7 +2,7 @@
 the response-selection head and the rating head. For each, the one check that both saving and loading run,
 so nothing can write a file that loading rejects, and its reading and writing.
 
-What each file holds is listed in :mod:`density_metric.checkpoint_format`, which writes and reads a whole
+What each file holds is listed in :mod:`density_metric.checkpoint.format`, which writes and reads a whole
 checkpoint with these functions.
 """
 
@@ -17,11 +17,11 @@ import numpy as np
 from safetensors import safe_open
 from safetensors.numpy import save
 
-from .errors import CheckpointError
+from ..errors import CheckpointError
+from ..gaussian import ESTIMATORS, GaussianStats
+from ..rating import INPUT_SETS, RatingHead
+from ..repetition import RepetitionTerm
 from .fingerprint import FINGERPRINT_KEY, FINGERPRINT_PATTERN
-from .gaussian import ESTIMATORS, GaussianStats
-from .rating import INPUT_SETS, RatingHead
-from .repetition import RepetitionTerm
 
 FORMAT_VERSION = 1
 GAUSSIAN_FILE = "density_gaussian.safetensors"
@@ -174,8 +174,8 @@ def check_stats(stats: GaussianStats, path: os.PathLike | str) -> None:
 def save_gaussian(path: os.PathLike | str, stats: GaussianStats, fingerprint: str | None = None) -> None:
     """Write the Gaussian statistics to a safetensors file, after the checks loading makes.
 
-    ``fingerprint``: :func:`density_metric.fingerprint.encoder_fingerprint` of the encoder and pair format
-    the statistics were fitted with (:func:`density_metric.checkpoint_format.save_checkpoint` computes it).
+    ``fingerprint``: :func:`density_metric.checkpoint.fingerprint.encoder_fingerprint` of the encoder and pair format
+    the statistics were fitted with (:func:`density_metric.checkpoint.format.save_checkpoint` computes it).
     """
     tensors, metadata = _gaussian_tensors(stats, fingerprint)
     check_gaussian(tensors, metadata, path)

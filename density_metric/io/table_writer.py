@@ -1,12 +1,12 @@
 """Writing tables: :func:`write_records` (whole or not at all) and :func:`check_writable` (its checks, before any work).
 
 :func:`write_records` writes the columns it is given (the input's and the score columns:
-:func:`~density_metric.tables.output_columns`), then any other key of any record, first seen first; so a
+:func:`~density_metric.io.tables.output_columns`), then any other key of any record, first seen first; so a
 header-only CSV keeps its header. It writes to a hidden temporary file next to the target
 and renames it over the target when complete: a file at the path is always a whole table,
 and an interrupted write (Ctrl-C) leaves the previous file, or none, and no temporary file
 (``kill -9`` can leave a ``.NAME.*.tmp``, never a partial NAME). A symlink at the path is
-written through (:func:`~density_metric.outputs.output_target`): the file it points to is replaced, the link stays.
+written through (:func:`~density_metric.io.outputs.output_target`): the file it points to is replaced, the link stays.
 :func:`check_writable` creates and removes such a temporary file, so a read-only folder fails
 before any scoring. Values, by format:
 
@@ -18,7 +18,7 @@ before any scoring. Values, by format:
   as U+FFFD (UTF-8 cannot hold it);
 - ``parquet``: one type a column, from all rows. A column of strings and lists of strings
   (contexts given both ways) is written as lists: a string ``s`` as ``[s]``, the one turn it
-  is read as (:func:`~density_metric.tables.unify_contexts` first sets good rows' strings to the turns they were
+  is read as (:func:`~density_metric.io.tables.unify_contexts` first sets good rows' strings to the turns they were
   scored with, which keeps a ``context_sep`` split). A column of lists of strings is ``list<string>``, even where
   every list is empty (the flags of a table without a flagged row). Any other column that no one arrow type holds (ids ``1`` and ``"b-2"``,
   ``True`` and ``2``) is written as strings: strings as they are, other values as JSON text.
@@ -105,7 +105,7 @@ def _csv_cell(value: Any) -> Any:
 
 def _csv_line(names: Sequence[str], cells: dict[str, Any]) -> str:
     """One CSV row as ``csv.writer`` writes it, except that an empty string is ``""``: an empty unquoted cell reads
-    back as a missing value (:mod:`density_metric.csv_cells`), as None and NaN are written."""
+    back as a missing value (:mod:`density_metric.io.csv_cells`), as None and NaN are written."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     fields = []

@@ -34,7 +34,7 @@ place, with its problem (:class:`Row`); nothing is dropped.
 :func:`read_lines` and :func:`text_pairs` make a table of two line-aligned plain-text files (contexts and
 responses, one row a line).
 
-:func:`write_records` writes tables back (:mod:`density_metric.table_writer`, re-exported here).
+:func:`write_records` writes tables back (:mod:`density_metric.io.table_writer`, re-exported here).
 
 Problems with a whole file are ``ValueError``s naming the file (and the line or row where
 known); the command line (``density_metric.cli``) and the demo (``app.py``) turn them into messages.
@@ -52,9 +52,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..results import ScoreChunk, added_columns, score_columns
 from .csv_cells import missing_cell
 from .inputs import as_context, as_response
-from .results import ScoreChunk, added_columns, score_columns
 from .table_writer import FORMATS, arrow_table, check_format, check_writable, write_records
 
 __all__ = [

