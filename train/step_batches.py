@@ -30,6 +30,8 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 import torch
 
+from density_metric.encoding.features import one_ahead as prefetch
+
 from .bland import bland_list
 from .data import epoch_batches, epoch_negatives
 from .density_term import draw_copies
@@ -198,38 +200,18 @@ class StepBatches:
         return micro_batch(inputs, anchor, kinds, config, config.density_weight > 0)
 
 
-_END = object()
-
-
 def one_ahead(make: Callable, items: Iterable, pin: bool = False, gate: threading.Event | None = None) -> Iterator:
     """``(item, make(item))`` for each of ``items``, ``make`` of the next item running in a background thread
-    while the caller works on the current one; ``pin``: ``make``'s micro-batches come back in pinned memory.
+    while the caller works on the current one (:func:`density_metric.encoding.features.one_ahead`, whose ``gate``
+    the loop opens just before its backward pass); ``pin``: ``make``'s micro-batches come back in pinned memory."""
+    items = list(items)
 
-    ``gate``: the next item's ``make`` waits until the caller sets it (the loop does just before the backward pass,
-    a long call that holds no GIL), so that the thread's Python never takes the GIL from the caller's own short
-    steps between the model's calls; it is set here when the caller asks for the next item, so nothing waits on a
-    gate nobody opens."""
-
-    def made(item, wait: bool):
-        if wait:
-            gate.wait()
+    def made(item):
         result = make(item)
         return [micro.pinned() for micro in result] if pin else result
 
-    items = iter(items)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="next-batch") as pool:
-        try:
-            item = next(items, _END)
-            pending = pool.submit(made, item, False) if item is not _END else None
-            while pending is not None:
-                if gate is not None:
-                    gate.set()
-                result, current = pending.result(), item
-                if gate is not None:
-                    gate.clear()
-                item = next(items, _END)
-                pending = pool.submit(made, item, gate is not None) if item is not _END else None
-                yield current, result
-        finally:  # closed early (an error in the caller's step): the pool's exit must not wait on a closed gate
-            if gate is not None:
-                gate.set()
+    ahead = prefetch(made, items, gate)
+    try:
+        yield from zip(items, ahead)
+    finally:  # the batches closed early: so is the worker, and its gate opened
+        ahead.close()

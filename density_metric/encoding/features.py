@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -112,17 +113,40 @@ def batch_features(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     return features[batch["feature_valid"]]
 
 
-def one_ahead(function, items) -> Iterator:
-    """``map(function, items)``, each call run on a worker thread while the caller uses the previous result."""
+def one_ahead(function, items, gate: threading.Event | None = None) -> Iterator:
+    """``map(function, items)``, each call run on a worker thread while the caller uses the previous result.
+
+    ``gate``: each call after the first waits until the caller sets it (training sets it just before its backward
+    pass, a long call that holds no GIL, so that the worker's Python never takes the GIL from the caller's short work
+    between the model's calls). It is set here when the caller asks for the next result and when it stops early, so
+    nothing waits on a gate nobody opens."""
+
+    def call(item, wait: bool):
+        if wait:
+            gate.wait()
+        return function(item)
+
     with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = None
-        for item in items:
-            future = pool.submit(function, item)
+        try:
+            pending = None
+            for item in items:
+                if pending is None:
+                    pending = pool.submit(call, item, False)
+                    continue
+                if gate is not None:
+                    gate.set()
+                result = pending.result()
+                if gate is not None:
+                    gate.clear()
+                pending = pool.submit(call, item, gate is not None)
+                yield result
             if pending is not None:
+                if gate is not None:
+                    gate.set()
                 yield pending.result()
-            pending = future
-        if pending is not None:
-            yield pending.result()
+        finally:  # closed early (an error in the caller's step): the pool's exit must not wait on a closed gate
+            if gate is not None:
+                gate.set()
 
 
 def length_sorted_batches(
