@@ -43,7 +43,7 @@ def relative_differences(scorer: DensityScorer, contexts, responses) -> dict[str
 
 def main(argv=None) -> None:
     # Imported here: the functions above serve benchmarks.device_check, where datasets may not import.
-    from train.corpora import load_dailydialog, response_pairs
+    from density_train.data.corpora import load_dailydialog, response_pairs
 
     from .command_line import check_checkpoint, check_counts, check_dailydialog, check_output
 

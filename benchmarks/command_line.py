@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from train.judgments import JudgmentSet, load_named_sets
+from density_train.data.judgments import JudgmentSet, load_named_sets
 
 if TYPE_CHECKING:
     from density_metric.checkpoint.format import Checkpoint

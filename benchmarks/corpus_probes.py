@@ -4,7 +4,7 @@
 
 The probes of :mod:`benchmarks.probes` (echo, previous turn + gold, repetition, random, ...), built from dialogues no
 training run here ever reads: DailyDialog's test split (as in ``benchmarks.human_correlation``), and the seeded 5 %
-validation splits of the Self-dialogue corpus and the Chit-Chat Challenge (``train.corpora.validation_split``, the
+validation splits of the Self-dialogue corpus and the Chit-Chat Challenge (``density_train.data.corpora.validation_split``, the
 dialogues that ``--corpus self_dialogue`` or ``chitchat`` keep out of training). Per corpus, the share of cases in
 which the gold reply's DEnsity score is above the variant's, with n. Writes ``corpus_probes.json`` and
 ``corpus_probes.md`` to ``--out``. The probes share no code with the training negatives (``tests/test_probes.py``).
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from density_metric import DensityScorer
-from train.corpora import load_chitchat, load_dailydialog, load_self_dialogue
+from density_train.data.corpora import load_chitchat, load_dailydialog, load_self_dialogue
 
 from .command_line import add_dtype_argument, check_checkpoint, check_counts, check_dailydialog, check_out_folder
 from .human_correlation import ModelColumns, run_probes

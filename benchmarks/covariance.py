@@ -19,8 +19,8 @@ import numpy as np
 from density_metric import DensityScorer
 from density_metric.correlation import auc, spearman
 from density_metric.gaussian import ESTIMATORS, GaussianAccumulator, mahalanobis, precision_matrix, shrunk_covariance
-from train.corpora import load_dailydialog, response_pairs
-from train.judgments import apply_protocol, context_of
+from density_train.data.corpora import load_dailydialog, response_pairs
+from density_train.data.judgments import apply_protocol, context_of
 
 from .command_line import add_dtype_argument, check_checkpoint, check_counts, check_dailydialog, check_sets
 from .probes import make_probes

@@ -99,8 +99,10 @@ def dailydialog_test_pairs(data_dir: str | Path, n: int = 0) -> tuple[list, list
     import numpy as np
 
     try:
-        from train.corpora import load_dailydialog, response_pairs
-    except ImportError:  # no datasets: the file's own format (turns end with __eou__), as train.corpora reads it
+        from density_train.data.corpora import load_dailydialog, response_pairs
+    except (
+        ImportError
+    ):  # no datasets: the file's own format (turns end with __eou__), as density_train.data.corpora reads it
         with open(Path(data_dir) / "dailydialog" / "dialogues_test.txt", encoding="utf-8") as handle:
             dialogues = [[turn.strip() for turn in line.split("__eou__") if turn.strip()] for line in handle]
         contexts = [turns[:i] for turns in dialogues for i in range(1, len(turns))]
@@ -229,11 +231,11 @@ def train_speed(check: Check, result: dict, ends: float) -> None:
     its trainer negatives only, so it cannot time the density term's copies and anchor: the trainer's own loop does."""
     import torch
 
-    from train.__main__ import build_parser
-    from train.corpora import load_corpus
-    from train.data import SelectionData
-    from train.flags import config_from_args
-    from train.loop import Trainer
+    from density_train.commands import build_parser
+    from density_train.config.flags import config_from_args
+    from density_train.data.corpora import load_corpus
+    from density_train.data.examples import SelectionData
+    from density_train.loop.trainer import Trainer
 
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()

@@ -314,7 +314,7 @@ def run_module(module: str, argv: list[str], folder: Path, name: str, seconds: f
 def step_seconds(log_path: Path) -> tuple[int, list[float]]:
     """How many optimizer steps a run's log records, and the seconds of each after the first (which warms up), from
     their ``elapsed``."""
-    from train.run_log import read_log
+    from density_train.loop.run_log import read_log
 
     elapsed = [record["elapsed"] for record in read_log(log_path) if record["type"] == "train"]
     return len(elapsed), [b - a for a, b in zip(elapsed, elapsed[1:])]
@@ -324,7 +324,7 @@ def fit_argv(encoder: Path, checkpoint: Path, dailydialog: Path, pair_format) ->
     """``python -m train fit`` arguments: the Gaussian of DailyDialog's training golds (all of them; the folder
     ``dailydialog``) with ``encoder`` (a run's state/ or best/, which hold no pair format: ``pair_format``'s flags
     state it) in float16, into ``checkpoint``."""
-    from train.config import flag_of
+    from density_train.config.recipe import flag_of
 
     argv = ["fit", "--encoder", str(encoder), "--out", str(checkpoint), "--weights-dtype", "float16"]
     argv += ["--data-dir", str(dailydialog)]

@@ -134,8 +134,8 @@ def train_argv(args: argparse.Namespace, out: Path, minutes: float) -> list[str]
 
 def parsed_train_args(argv: list[str]) -> argparse.Namespace:
     """The train command's arguments through its own parser, and its recipe checked (a ValueError names a flag)."""
-    from train.__main__ import build_parser
-    from train.flags import config_from_args
+    from density_train.commands import build_parser
+    from density_train.config.flags import config_from_args
 
     printed = io.StringIO()
     try:

@@ -3,7 +3,7 @@
     python -m benchmarks.few_shot --checkpoint default --out results/bundled-default/few-shot
 
 The head (``python -m train calibrate``) learns from the set's first 20 % of rows (the
-``dev`` protocol of :mod:`train.judgments`: the authors' validation rows, ground truth dropped,
+``dev`` protocol of :mod:`density_train.data.judgments`: the authors' validation rows, ground truth dropped,
 MAD-filtered ratings) and is tested on the last 80 % (the ``paper`` protocol), as Zhao et al.
 (ACL 2020) did with 720 training ratings. Writes ``few_shot.json`` and ``few_shot.md``: Pearson and
 Spearman (x100) of the predicted ratings, of the plain DEnsity score on the same rows, and Zhao
@@ -17,7 +17,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from train.judgments import apply_protocol, context_of
+from density_train.data.judgments import apply_protocol, context_of
 
 from .command_line import check_checkpoint, check_counts, check_out_folder, check_sets
 from .human_correlation import correlation
@@ -40,7 +40,7 @@ def main(argv=None) -> None:
     check_checkpoint(parser, args.checkpoint)
 
     from density_metric import DensityScorer
-    from train.calibrate import calibrate
+    from density_train.commands.calibrate import calibrate
 
     dev, dev_ratings = apply_protocol(judgments, "dev")
     test, test_ratings = apply_protocol(judgments, "paper")

@@ -22,7 +22,7 @@ import numpy as np
 
 from density_metric import DensityScorer
 from density_metric.encoding.device import machine_description
-from train.corpora import load_dailydialog, response_pairs
+from density_train.data.corpora import load_dailydialog, response_pairs
 
 from .command_line import check_checkpoint, check_counts, check_dailydialog, check_output
 from .speed import timed_interleaved

@@ -34,7 +34,7 @@ from density_metric import DensityScorer
 from density_metric.encoding import features as features_module
 from density_metric.encoding.device import machine_description
 from density_metric.encoding.packing import pack
-from train.corpora import load_dailydialog
+from density_train.data.corpora import load_dailydialog
 
 from . import reference_encoding
 from .command_line import check_checkpoint, check_counts, check_dailydialog, check_output

@@ -4,7 +4,7 @@
 
 Reads every ``*.normalized.jsonl`` under ``--data-dir``, scores it with the checkpoint and
 the baselines on the same rows, and writes ``human_correlation.md``, ``human_correlation.json``
-and PNG figures to ``--out``. Two protocols are reported by default (see ``train/judgments.py``):
+and PNG figures to ``--out``. Two protocols are reported by default (see ``train/data/judgments.py``):
 ``full`` (every row) and ``paper`` (the DEnsity paper's filtering); ``--protocols full paper dev``
 adds ``dev`` (the Zhao sets' first 20 %, for model selection), reported for the sets that have it.
 """
@@ -25,8 +25,8 @@ from density_metric import DensityScorer
 from density_metric.correlation import pearson, spearman
 from density_metric.io.inputs import check_dialogues, check_pairs, dialogue_pairs
 from density_metric.scoring import DIALOGUE_AGGREGATES, dialogue_score
-from train.corpora import load_dailydialog
-from train.judgments import PROTOCOLS, JudgmentSet, apply_protocol, context_of, has_protocol
+from density_train.data.corpora import load_dailydialog
+from density_train.data.judgments import PROTOCOLS, JudgmentSet, apply_protocol, context_of, has_protocol
 
 from .baselines import WEIGHTS_ROOT, available_columns
 from .command_line import (
@@ -197,7 +197,7 @@ def run_probes(dialogues, columns: list, n: int, seed: int) -> dict:
 
 def save_row_scores(path: Path, row_scores: dict[str, np.ndarray], report: dict) -> None:
     """Write the checkpoint's per-row scores (float64; ``SET/COLUMN`` and ``SET/human``, every row of the set in
-    its file's order: ``train.judgments.apply_protocol`` gives a protocol's rows; FED dialogue per dialogue;
+    its file's order: ``density_train.data.judgments.apply_protocol`` gives a protocol's rows; FED dialogue per dialogue;
     ``validation_gold_vs_random/{gold,random}/COLUMN`` for the histogram's pairs), so that checkpoints
     measured apart can be compared row by row later (a paired bootstrap needs the rows, not the correlations)."""
     from safetensors.numpy import save_file

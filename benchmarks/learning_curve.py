@@ -18,7 +18,7 @@ import argparse
 import json
 from pathlib import Path
 
-from train.run_log import evaluations, read_log
+from density_train.loop.run_log import evaluations, read_log
 
 from .command_line import check_counts, check_output
 

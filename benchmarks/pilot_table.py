@@ -15,7 +15,7 @@ import json
 import statistics
 from pathlib import Path
 
-from train.run_log import evaluations, read_log
+from density_train.loop.run_log import evaluations, read_log
 
 from .command_line import check_files, check_output
 

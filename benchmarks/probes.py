@@ -31,8 +31,8 @@ other probe's value; ``generic_fluent`` draws from its own generator, for the sa
 written here for the probes alone: training's bland replies are mined from the training corpora, never taken from
 this list.
 
-The five from ``pronoun_swap`` to ``unreadable`` have no counterpart among the training negatives (``train/negatives.py``,
-``train/negative_kinds.py``): they test what training never showed. The last three are degenerate
+The five from ``pronoun_swap`` to ``unreadable`` have no counterpart among the training negatives (``train/negatives/mix.py``,
+``train/negatives/kinds.py``): they test what training never showed. The last three are degenerate
 replies: the library flags and floors all three (``density_metric.row_flags.FLOORED``), whatever the model
 learned, so there the probe checks that floor. This module shares no code with
 ``train/`` (a test checks it), so the probes stay an independent check of what training teaches.

@@ -1,4 +1,4 @@
-"""Published correlations (x100) with the human-judgment sets of :mod:`train.judgments`, for the
+"""Published correlations (x100) with the human-judgment sets of :mod:`density_train.data.judgments`, for the
 reference columns of the meta-evaluation tables."""
 
 # DEnsity's published numbers (x100), for a clearly labelled reference column only.

@@ -219,7 +219,7 @@ def table_rows(device: str, entry: dict, rank: int) -> list[str]:
 
 def main(argv=None) -> None:
     # Imported here: the functions above serve benchmarks.device_check, where datasets may not import.
-    from train.corpora import load_dailydialog, response_pairs
+    from density_train.data.corpora import load_dailydialog, response_pairs
 
     parser = _parser()
     args = parser.parse_args(argv)

@@ -34,7 +34,7 @@ import numpy as np
 
 from density_metric import DensityScorer
 from density_metric.correlation import kendall_tau, pair_signs, pearson
-from train.judgments import JudgmentSet, apply_protocol, has_protocol
+from density_train.data.judgments import JudgmentSet, apply_protocol, has_protocol
 
 from .baselines import available_columns
 from .command_line import check_checkpoint, check_counts, check_sets

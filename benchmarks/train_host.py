@@ -5,7 +5,7 @@
 The model costs almost nothing here: a random 2-layer, 32-wide BERT (2 heads, 128 intermediate) over the bundled
 checkpoint's real 30,522-piece tokenizer. Each arm is a fresh ``Trainer`` in a process of its own (``--threads``
 threads) with the paper's recipe: 16 DailyDialog contexts x (1 gold + 15 random negatives) a step, ``max_length``
-256, float32, drawn from a seeded sample of ``--train-pairs`` training pairs. ``today`` runs the ``train`` and
+256, float32, drawn from a seeded sample of ``--train-pairs`` training pairs. ``today`` runs the training and
 ``density_metric`` packages of ``--baseline`` (``git archive`` into a scratch folder); ``new`` runs this tree's.
 
 Measured, per arm, over ``--steps`` steps after ``--warm-up`` steps: the **step's wall time**, from one optimizer
@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
+import importlib.util
 import json
 import os
 import shutil
@@ -61,14 +63,39 @@ def build_encoder(directory: Path) -> None:
     tokenizer.save_pretrained(directory)
 
 
+def training_modules(tree: Path) -> dict:
+    """The modules the worker reads, from ``tree``'s own training package, never from an install: the flat
+    ``train/`` of the commits before its concept folders, else ``train/`` loaded as ``density_train``."""
+    if (tree / "train" / "loop.py").exists():
+        names = {
+            "recipe": "train.config",
+            "corpora": "train.corpora",
+            "examples": "train.data",
+            "trainer": "train.loop",
+        }
+    else:
+        spec = importlib.util.spec_from_file_location(
+            "density_train", tree / "train" / "__init__.py", submodule_search_locations=[str(tree / "train")]
+        )
+        sys.modules["density_train"] = package = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(package)
+        names = {
+            "recipe": "density_train.config.recipe",
+            "corpora": "density_train.data.corpora",
+            "examples": "density_train.data.examples",
+            "trainer": "density_train.loop.trainer",
+        }
+    return {key: importlib.import_module(name) for key, name in names.items()}
+
+
 def worker(args) -> dict:
     """One arm, in its own process: the timings of a fresh Trainer (the module docstring)."""
     import torch
 
-    from train.config import TrainConfig
-    from train.corpora import load_dailydialog, response_pairs
-    from train.data import SelectionData
-    from train.loop import Trainer
+    modules = training_modules(Path.cwd())
+    TrainConfig, Trainer = modules["recipe"].TrainConfig, modules["trainer"].Trainer
+    load_dailydialog, response_pairs = modules["corpora"].load_dailydialog, modules["corpora"].response_pairs
+    SelectionData = modules["examples"].SelectionData
 
     torch.set_num_threads(args.threads)
     contexts, responses = response_pairs(load_dailydialog(Path(args.data_dir) / "dailydialog", "train"))
@@ -105,7 +132,7 @@ def worker(args) -> dict:
 
         return run
 
-    import train.loop as loop
+    loop = modules["trainer"]
 
     model = trainer.model
     model.forward = timed(model.forward)

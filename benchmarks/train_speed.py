@@ -24,10 +24,10 @@ import torch
 
 from density_metric.encoding.device import machine_description
 from density_metric.encoding.pair_format import PairFormat
-from train.config import TrainConfig
-from train.corpora import load_dailydialog, response_pairs
-from train.data import SelectionData, epoch_batches, epoch_negatives
-from train.loop import Trainer
+from density_train.config.recipe import TrainConfig
+from density_train.data.corpora import load_dailydialog, response_pairs
+from density_train.data.examples import SelectionData, epoch_batches, epoch_negatives
+from density_train.loop.trainer import Trainer
 
 from .command_line import check_counts, check_dailydialog, check_output
 

@@ -17,7 +17,7 @@ EVAL_KEYS = ("epoch", "recall_at_1", "mrr", "zhao_dev_spearman", "seconds")
 def training_summary(log: Path, contexts_per_step: int) -> dict:
     """Steps, contexts/s (over the training time, evaluations left out), the median step and each evaluation's
     numbers, from the run's log.jsonl."""
-    from train.run_log import compute_summary, evaluations, read_log
+    from density_train.loop.run_log import compute_summary, evaluations, read_log
 
     records = read_log(log)
     cost = compute_summary(records)

@@ -109,7 +109,7 @@ def backbone(tmp_path_factory):
 def train_cli_error(capsys):
     """Run ``python -m train`` (in-process) on argv that must fail as a user error: exit code 2 and
     one ``error: ...`` line on stderr, no traceback. Returns that line."""
-    from train.__main__ import main
+    from density_train.commands import main
 
     def run(argv: list[str]) -> str:
         capsys.readouterr()

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from train.retrieval import RetrievalIndex
+from density_train.negatives.retrieval import RetrievalIndex
 
 DIALOGUES = [
     ["Hi , how are you ?", "Fine , thanks . And you ?", "Not bad at all .", "Great to hear .", "See you later !"],

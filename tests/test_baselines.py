@@ -55,7 +55,7 @@ BEATS_CHANCE = 0.65
 
 def held_out_accuracy(columns, corpus, column: str) -> float:
     """Share of test pairs where the gold reply outscores a reply of another dialogue."""
-    from train.corpora import load_dailydialog, response_pairs
+    from density_train.data.corpora import load_dailydialog, response_pairs
 
     contexts, replies = response_pairs(load_dailydialog(corpus, "test"))
     shuffled = [replies[i] for i in np.random.default_rng(5).permutation(len(replies))]
@@ -346,7 +346,7 @@ def test_unknown_system_is_refused():
 
 def test_meta_evaluation_blends_bert_ruber_only_on_sets_with_references(ruber):
     from benchmarks.human_correlation import evaluate_turn_set
-    from train.judgments import JudgmentSet
+    from density_train.data.judgments import JudgmentSet
 
     rng = np.random.default_rng(0)
     rows = [
@@ -369,12 +369,12 @@ def test_embedding_cache_returns_the_computed_vectors_and_checks_its_file(tiny_e
     (cached_file,) = tmp_path.glob("embeddings-*.safetensors")
     assert list(fresh) == ["b reply", "a context", "c other"]
 
-    import train.retrieval
+    import density_train.negatives.retrieval
 
     def no_encoding(*args, **kwargs):
         raise AssertionError("recomputed although cached")
 
-    monkeypatch.setattr(train.retrieval, "embed", no_encoding)
+    monkeypatch.setattr(density_train.negatives.retrieval, "embed", no_encoding)
     again = embed_texts(list(reversed(texts)), tiny_encoder, "mean", normalize=True, cache_dir=tmp_path)
     assert list(again) == ["c other", "b reply", "a context"]  # the caller's order, not the file's
     for text in fresh:

@@ -185,7 +185,7 @@ def test_baselines_train_passes_epochs_only_when_given(epochs, passed, data_dir,
 
 @pytest.mark.parametrize("script", ["human_correlation", "system_level"])
 def test_a_jsonl_of_another_schema_is_refused_naming_its_file(script, refuse, data_dir, tmp_path):
-    # human_correlation failed with KeyError: 'context' from train/judgments.py after loading, naming no file.
+    # human_correlation failed with KeyError: 'context' from train/data/judgments.py after loading, naming no file.
     other = data_dir / "dialogues.normalized.jsonl"
     other.write_text(json.dumps({"turns": ["hi", "hello"]}) + "\n", encoding="utf-8")
     says = refuse(script, ["--data-dir", data_dir, "--out", tmp_path / "o"])

@@ -1,4 +1,4 @@
-"""Bland replies (train/bland.py, issue 69): the list mined from the training pairs against a naive count, the
+"""Bland replies (train/negatives/bland.py, issue 69): the list mined from the training pairs against a naive count, the
 ``bland`` kind's rules (never the gold nor a context turn, so a bland gold stays a gold), and a run's validation
 ``bland`` candidates drawn from the training list."""
 
@@ -7,13 +7,13 @@ import re
 import numpy as np
 import pytest
 
-from train.bland import BLAND_FILE, bland_list, bland_replies, use_bland_list
-from train.corpora import response_pairs_with_dialogues
-from train.data import SelectionData
-from train.evaluation import KindAUCs
-from train.loop import Trainer
-from train.negative_kinds import bland_negative
-from train.negatives import NegativeMix, draw_labelled_negatives, validation_candidates
+from density_train.data.corpora import response_pairs_with_dialogues
+from density_train.data.examples import SelectionData
+from density_train.evaluation.evaluators import KindAUCs
+from density_train.loop.trainer import Trainer
+from density_train.negatives.bland import BLAND_FILE, bland_list, bland_replies, use_bland_list
+from density_train.negatives.kinds import bland_negative
+from density_train.negatives.mix import NegativeMix, draw_labelled_negatives, validation_candidates
 
 from .test_training import config_for, read_log, synthetic_dialogues
 

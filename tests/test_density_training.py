@@ -1,13 +1,13 @@
-"""Fine-tuning with the density term (train/density_term.py) on a tiny random BERT."""
+"""Fine-tuning with the density term (train/losses/density_term.py) on a tiny random BERT."""
 
 import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
 
-from train.density_term import draw_copies
-from train.evaluation import SelectionEvaluator, encode_groups
-from train.loop import Trainer
+from density_train.evaluation.evaluators import SelectionEvaluator, encode_groups
+from density_train.loop.trainer import Trainer
+from density_train.losses.density_term import draw_copies
 
 from .test_training import assert_same_weights, config_for, dialogue_data, read_log
 

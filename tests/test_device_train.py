@@ -28,7 +28,7 @@ from benchmarks.device_sections import (
     run_sections,
 )
 from benchmarks.device_train import REPORT, SECTIONS, main, parse_args, parsed_train_args, section_ends, train_argv
-from train.config import scaled_lr
+from density_train.config.recipe import scaled_lr
 
 from .test_device_check import write_dailydialog
 from .tiny import build_tiny_encoder
@@ -98,7 +98,7 @@ def test_every_stage_runs_in_order_inside_the_deadline_and_the_command_exits_0(r
 
 
 def test_the_run_takes_the_tiny_schedule_and_fits_every_training_gold(rehearsal):
-    from train.run_log import read_log
+    from density_train.loop.run_log import read_log
 
     sections = json.loads((rehearsal[1] / REPORT).read_text())["sections"]
     train = sections["train"]

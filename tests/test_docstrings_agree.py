@@ -62,7 +62,7 @@ def cited_markdown(path: Path) -> list[str]:
 
 
 def test_every_markdown_file_the_code_cites_is_in_the_repository():
-    """train/density_term.py cited DESIGN.md, a file outside the repository."""
+    """train/losses/density_term.py cited DESIGN.md, a file outside the repository."""
     sources = [
         ROOT / "app.py",
         *(path for top in ("density_metric", "train", "benchmarks") for path in (ROOT / top).rglob("*.py")),

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from train.data import epoch_batches
+from density_train.data.examples import epoch_batches
 
 
 def test_epoch_batches_are_todays_slices_without_buckets_and_length_sorted_windows_with():

@@ -1,14 +1,14 @@
-"""The trainer's evaluators (train/evaluation.py): what each says it logs is what it returns, in order, with its
+"""The trainer's evaluators (train/evaluation/evaluators.py): what each says it logs is what it returns, in order, with its
 primary metric; the per-kind AUCs and the Recall@1 against naive loops over the model's own outputs."""
 
 import numpy as np
 import pytest
 
-from train.evaluation import GroundingSignals, HumanJudgments, KindAUCs, SelectionEvaluator
-from train.grounded_corpora import load_personachat
-from train.grounding_validation import GroundingSet
-from train.loop import Trainer
-from train.validation import DevJudgments
+from density_train.data.grounded_corpora import load_personachat
+from density_train.evaluation.evaluators import GroundingSignals, HumanJudgments, KindAUCs, SelectionEvaluator
+from density_train.evaluation.grounding_validation import GroundingSet
+from density_train.evaluation.validation import DevJudgments
+from density_train.loop.trainer import Trainer
 
 from .test_grounded_corpora import personachat, with_sources  # noqa: F401 (a fixture)
 from .test_training import config_for, dialogue_data

@@ -1,4 +1,4 @@
-"""The training loop without per-step text work (train/step_batches.py, train/token_store.py): its float32 losses
+"""The training loop without per-step text work (train/loop/step_batches.py, train/loop/token_store.py): its float32 losses
 equal those of the text loop it replaced, kept here as a reference, for the paper's recipe and the release recipe's
 kinds; no step of those recipes encodes a text; the learning-rate rule; one state write at an epoch's last step."""
 
@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import torch
 
-import train.loop as loop
-import train.step_batches as step_batches
+import density_train.loop.step_batches as step_batches
+import density_train.loop.trainer as loop
 from density_metric.encoding.pair_format import PairFormat
-from train.config import TrainConfig, scaled_lr
-from train.data import epoch_batches, epoch_negatives
-from train.density_term import draw_copies
-from train.loop import Trainer
+from density_train.config.recipe import TrainConfig, scaled_lr
+from density_train.data.examples import epoch_batches, epoch_negatives
+from density_train.loop.trainer import Trainer
+from density_train.losses.density_term import draw_copies
 
 from .test_density_training import density_config, start  # noqa: F401  (start: the fixture)
 from .test_training import config_for, data, dialogue_data, read_log
@@ -171,7 +171,7 @@ def test_the_card_says_the_learning_rate_is_scaled():
 
 
 def test_the_next_epochs_plan_is_drawn_ahead_and_equals_one_drawn_then(backbone, tmp_path):
-    from train.step_batches import StepBatches
+    from density_train.loop.step_batches import StepBatches
 
     train, valid = data()
     trainer = Trainer(config_for(backbone, resample_negatives=True, validation_kinds=""), train, valid, tmp_path)

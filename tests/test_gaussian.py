@@ -137,7 +137,7 @@ def test_shrinkage_estimators_give_a_full_rank_precision_where_pinv_cannot():
 
 
 def test_saved_moments_reload_to_the_same_shrunk_covariance(tmp_path):
-    from train.fit import load_moments, save_moments
+    from density_train.commands.fit import load_moments, save_moments
 
     rng = np.random.default_rng(9)
     accumulator = streamed(rng.normal(size=(200, 5)) + 2.0)

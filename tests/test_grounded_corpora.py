@@ -1,4 +1,4 @@
-"""The grounded corpora of issue 55 (train/grounded_corpora.py): PersonaChat's training subset and Topical-Chat's
+"""The grounded corpora of issue 55 (train/data/grounded_corpora.py): PersonaChat's training subset and Topical-Chat's
 validation conversations, their seeded splits, their grounding lines, the copies and negatives drawn from them, and
 their held-out grounding signals (--grounded-valid) and the plain Gaussian (--plain-fit-corpus) in a training run."""
 
@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from train.corpora import load_splits, parse_corpus_mix, response_pairs_with_dialogues
-from train.data import SelectionData
-from train.grounded_corpora import (
+from density_train.data.corpora import load_splits, parse_corpus_mix, response_pairs_with_dialogues
+from density_train.data.examples import SelectionData
+from density_train.data.grounded_corpora import (
     KNOWLEDGE_WORDS,
     load_personachat,
     load_topical_chat,
@@ -22,9 +22,9 @@ from train.grounded_corpora import (
     shorten,
     turn_knowledge,
 )
-from train.grounding_validation import GroundingSet
-from train.negatives import NegativeMix, draw_labelled_negatives
-from train.validation import DevJudgments
+from density_train.evaluation.grounding_validation import GroundingSet
+from density_train.evaluation.validation import DevJudgments
+from density_train.negatives.mix import NegativeMix, draw_labelled_negatives
 
 
 def persona_dialogue(n: int) -> dict:
@@ -191,7 +191,7 @@ def test_the_grounded_corpora_mix_with_dailydialog_and_keep_their_own_pools(tmp_
         ("personachat", 1.0),
         ("topical_chat", 1.0),
     )
-    from train.corpora import load_corpus
+    from density_train.data.corpora import load_corpus
 
     args = SimpleNamespace(
         corpus="dailydialog:1,personachat:1,topical_chat:1",
@@ -239,7 +239,7 @@ def with_sources(data: SelectionData, sources: list[str]) -> SelectionData:
 
 
 def test_every_evaluation_logs_each_grounded_corpus_and_the_plain_gaussian(backbone, tmp_path, personachat):
-    from train.loop import Trainer
+    from density_train.loop.trainer import Trainer
 
     from .test_training import config_for, dialogue_data, read_log
 
@@ -265,7 +265,7 @@ def test_every_evaluation_logs_each_grounded_corpus_and_the_plain_gaussian(backb
 
 
 def test_the_plain_gaussian_of_a_one_corpus_run_is_its_own(backbone, tmp_path):
-    from train.loop import Trainer
+    from density_train.loop.trainer import Trainer
 
     from .test_training import config_for, dialogue_data
 
@@ -285,8 +285,8 @@ def test_the_plain_gaussian_of_a_one_corpus_run_is_its_own(backbone, tmp_path):
 
 
 def test_the_plain_gaussian_and_grounded_valid_name_a_bad_value(backbone, tmp_path):
-    from train.config import TrainConfig
-    from train.loop import Trainer
+    from density_train.config.recipe import TrainConfig
+    from density_train.loop.trainer import Trainer
 
     from .test_training import config_for, dialogue_data
 
@@ -301,7 +301,7 @@ def test_the_plain_gaussian_and_grounded_valid_name_a_bad_value(backbone, tmp_pa
 
 
 def test_line_use_is_the_content_overlap_with_the_context_lines_only():
-    from train.grounding_validation import line_use
+    from density_train.evaluation.grounding_validation import line_use
 
     contexts = [["your persona: i love hiking.", "your persona: i have two dogs.", "hello there", "do you hike?"]] * 3
     replies = ["hiking with my dogs", "hello there friend", "hiking"]
@@ -311,8 +311,8 @@ def test_line_use_is_the_content_overlap_with_the_context_lines_only():
 
 
 def test_overlap_source_lines_draws_the_fixed_rows_from_golds_that_use_their_lines(backbone, tmp_path, personachat):
-    from train.config import TrainConfig
-    from train.loop import Trainer
+    from density_train.config.recipe import TrainConfig
+    from density_train.loop.trainer import Trainer
 
     from .test_training import config_for, dialogue_data
 
@@ -353,19 +353,19 @@ def test_overlap_source_lines_draws_the_fixed_rows_from_golds_that_use_their_lin
 
 
 def train_modules_imported_by(name: str) -> set[str]:
-    """The train/ modules that train/<name>.py imports anywhere, by relative or absolute import."""
-    path = Path(__file__).resolve().parent.parent / "train" / f"{name}.py"
+    """The modules of train/data/ that train/data/<name>.py imports anywhere."""
+    path = Path(__file__).resolve().parent.parent / "train" / "data" / f"{name}.py"
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
             found.add(node.module.split(".")[0])
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("train."):
-            found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("density_train.data."):
+            found.add(node.module.split(".")[2])
     return found
 
 
 def test_the_grounded_corpora_and_the_plain_ones_do_not_import_each_other():
-    """train.corpora reads the grounded corpora for --corpus; what both need lives in train.corpus_rows."""
+    """density_train.data.corpora reads the grounded corpora for --corpus; what both need lives in density_train.data.rows."""
     assert "grounded_corpora" in train_modules_imported_by("corpora")
     assert "corpora" not in train_modules_imported_by("grounded_corpora")
-    assert not {"corpora", "grounded_corpora"} & train_modules_imported_by("corpus_rows")
+    assert not {"corpora", "grounded_corpora"} & train_modules_imported_by("rows")

@@ -1,21 +1,21 @@
-"""Grounded training contexts (train/grounding.py): lines the gold uses, never the gold, never benchmark text."""
+"""Grounded training contexts (train/data/grounding.py): lines the gold uses, never the gold, never benchmark text."""
 
 import json
 
 import numpy as np
 import pytest
 
-from train.corpora import response_pairs_with_dialogues
-from train.data import SelectionData, normalise
-from train.grounding import (
+from density_train.data.corpora import response_pairs_with_dialogues
+from density_train.data.examples import SelectionData
+from density_train.data.grounding import (
     PERSONA,
     GroundingIndex,
     GroundingSpec,
     benchmark_sentences,
     ground_pairs,
 )
-from train.grounding_validation import content_words
-from train.negatives import NegativeMix, draw_labelled_negatives
+from density_train.data.text import content_words, normalise
+from density_train.negatives.mix import NegativeMix, draw_labelled_negatives
 
 DIALOGUES = [
     ["Do you play the violin ?", "Yes , I practise the violin every morning before school .", "That is great ."],

@@ -1,15 +1,15 @@
 """Grounding in a training run (issue 50): --grounding puts grounding lines in the training contexts, and
---grounding-valid logs the grounding signals of train/grounding_validation.py in every evaluation."""
+--grounding-valid logs the grounding signals of train/evaluation/grounding_validation.py in every evaluation."""
 
 import json
 
 import pytest
 
-from train.config import TrainConfig
-from train.corpora import response_pairs_with_dialogues
-from train.data import SelectionData
-from train.grounding import PERSONA
-from train.loop import Trainer
+from density_train.config.recipe import TrainConfig
+from density_train.data.corpora import response_pairs_with_dialogues
+from density_train.data.examples import SelectionData
+from density_train.data.grounding import PERSONA
+from density_train.loop.trainer import Trainer
 
 from .test_grounding import DIALOGUES
 from .test_grounding_validation import CONVAI2
@@ -64,8 +64,8 @@ def test_a_grounded_runs_gaussian_is_fitted_on_the_contexts_it_trained_and_evalu
 ):
     """The evaluations' Gaussians are fitted on the trainer's (grounded) training pairs; the shipped one must be
     too, or the selection judges a Gaussian that never ships (it was fitted on the contexts without their lines)."""
-    import train.run
-    from train.__main__ import main
+    import density_train.commands.train
+    from density_train.commands import main
 
     from .test_training import write_corpus
 
@@ -79,7 +79,7 @@ def test_a_grounded_runs_gaussian_is_fitted_on_the_contexts_it_trained_and_evalu
         fitted["contexts"] = train_pairs[0]
         return {}
 
-    monkeypatch.setattr(train.run, "fit_and_write", record_fit)
+    monkeypatch.setattr(density_train.commands.train, "fit_and_write", record_fit)
     files = ["--train-file", str(tmp_path / "train.jsonl"), "--valid-file", str(tmp_path / "valid.jsonl")]
     recipe = ["--negatives", "3", "--epochs", "1", "--batch-size", "4", "--warmup-steps", "2"]
     recipe += ["--max-length", "48", "--max-response-length", "16", "--grounding", "rate=1,used=1,distractors=1"]

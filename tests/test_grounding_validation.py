@@ -1,4 +1,4 @@
-"""The grounding validation signal (train/grounding_validation.py): overlaps, statistics, the seeded set, the CLI."""
+"""The grounding validation signal (train/evaluation/grounding_validation.py): overlaps, statistics, the seeded set, the CLI."""
 
 import json
 
@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from train.corpora import load_convai2
-from train.grounding_validation import (
+from density_train.commands import main as train_main
+from density_train.data.corpora import load_convai2
+from density_train.data.text import content_words
+from density_train.evaluation.grounding_validation import (
     GroundingSet,
     content_overlap,
-    content_words,
     evaluate_scores,
     grounding_metrics,
     group_metrics,
-    main,
     persona_lines,
 )
 
@@ -33,6 +33,11 @@ def convai2_file(tmp_path):
     path = tmp_path / "valid.txt"
     path.write_text(CONVAI2, encoding="utf-8")
     return path
+
+
+def main(argv):
+    """``python -m train grounding-validation ARGV``."""
+    train_main(["grounding-validation", *argv])
 
 
 def test_content_words_are_lowercased_alphanumeric_runs_without_stop_words_or_single_characters():

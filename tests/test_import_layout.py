@@ -33,3 +33,74 @@ def test_no_two_modules_import_each_other():
     assert "density_metric.encoding.features" in imports["density_metric.scoring"]  # the walk sees imports
     mutual = sorted({tuple(sorted((a, b))) for a in imports for b in imports[a] if a in imports[b]})
     assert mutual == []
+
+
+TRAIN = PACKAGE.parent / "train"
+# train/'s parts, lowest first: each imports only the parts before it (and modules of its own folder).
+TRAIN_LAYERS = ("model", "arguments", "data", "negatives", "losses", "evaluation", "config", "loop", "commands")
+
+
+def type_checking_nodes(tree: ast.AST) -> set[ast.AST]:
+    """The imports under ``if TYPE_CHECKING:``, which annotations read and nothing runs."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            found |= {inner for statement in node.body for inner in ast.walk(statement)}
+    return found
+
+
+def train_arrows() -> list[tuple[str, str, int]]:
+    """(file, imported part, line) for every run-time import between two of train/'s parts."""
+    arrows = []
+    for path in sorted(TRAIN.rglob("*.py")):
+        parts = path.relative_to(TRAIN).with_suffix("").parts
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skipped = type_checking_nodes(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level and node not in skipped:
+                target = [*parts[:-1]][: len(parts) - node.level] + (node.module or "").split(".")
+                arrows.append((str(path.relative_to(TRAIN)), target[0], node.lineno))
+            elif isinstance(node, (ast.Import, ast.ImportFrom)) and node not in skipped:
+                names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module]
+                for name in names:
+                    if name.split(".")[0] in ("train", "density_train") and name.count("."):
+                        arrows.append((str(path.relative_to(TRAIN)), name.split(".")[1], node.lineno))
+    return arrows
+
+
+def test_train_parts_import_only_the_parts_below_them():
+    arrows = train_arrows()
+    assert any(file == "commands/train.py" and part == "loop" for file, part, _ in arrows)  # the walk sees imports
+    rank = {part: i for i, part in enumerate(TRAIN_LAYERS)}
+    upward = [
+        (file, part, line)
+        for file, part, line in arrows
+        if file.split("/")[0].removesuffix(".py") in rank
+        and part in rank
+        and rank[part] > rank[file.split("/")[0].removesuffix(".py")]
+    ]
+    assert upward == []
+    assert {path.stem if path.parent == TRAIN else path.parent.name for path in TRAIN.rglob("*.py")} == {
+        *TRAIN_LAYERS,
+        "__init__",
+        "__main__",
+    }
+
+
+def test_the_project_imports_the_training_package_by_one_name():
+    """density_train, installed and in a checkout: nothing imports train.<module>, which would load a second copy."""
+    root = PACKAGE.parent
+    offenders = []
+    for folder in ("density_metric", "train", "benchmarks", "tests", "results"):
+        for path in (root / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and not node.level:
+                    names = [node.module or ""]
+                offenders += [
+                    f"{path.relative_to(root)}:{node.lineno}" for name in names if name.split(".")[0] == "train"
+                ]
+    offenders += [str(path.relative_to(root)) for path in [root / "app.py"] if "from train" in path.read_text()]
+    assert offenders == []

@@ -79,7 +79,7 @@ def test_bundled_statistics_cover_every_dailydialog_training_pair():
 @needs_data
 def test_held_out_human_responses_are_calibrated_near_uniform(default_scorer):
     """The quantiles come from DailyDialog's validation pairs, so a sample of them scores ~U(0, 1)."""
-    from train.corpora import load_dailydialog, response_pairs
+    from density_train.data.corpora import load_dailydialog, response_pairs
 
     contexts, responses = response_pairs(load_dailydialog(DAILYDIALOG, "validation"))
     pick = np.random.default_rng(0).choice(len(responses), size=300, replace=False)
@@ -94,7 +94,7 @@ def test_cpu_bfloat16_ranks_real_pairs_like_float32(default_scorer):
     on a CPU without bf16 instructions)."""
     from scipy.stats import spearmanr
 
-    from train.corpora import load_dailydialog, response_pairs
+    from density_train.data.corpora import load_dailydialog, response_pairs
 
     contexts, responses = response_pairs(load_dailydialog(DAILYDIALOG, "test"))
     pick = np.random.default_rng(1).choice(len(responses), size=150, replace=False)
@@ -109,7 +109,7 @@ def test_cpu_bfloat16_ranks_real_pairs_like_float32(default_scorer):
 def test_the_trained_release_prefers_the_gold_reply_to_a_random_one(default_scorer):
     """What DEnsity's training buys: the untuned stand-in preferred the gold reply in only 40 % of cases."""
     from benchmarks.probes import make_probes
-    from train.corpora import load_dailydialog
+    from density_train.data.corpora import load_dailydialog
 
     cases = make_probes(list(load_dailydialog(DAILYDIALOG, "test")["turns"]), 300, seed=2)
     contexts = [case["context"] for case in cases]
@@ -128,7 +128,7 @@ def test_the_bundled_default_prefers_the_gold_reply_to_a_copy_of_the_previous_tu
     91.7 %: the floors sit below that by more than the noise of 300 cases (about 2
     points), and above the parrot release's."""
     from benchmarks.probes import make_probes
-    from train.corpora import load_dailydialog
+    from density_train.data.corpora import load_dailydialog
 
     cases = make_probes(list(load_dailydialog(DAILYDIALOG, "test")["turns"]), 300, seed=2)
     contexts = [case["context"] for case in cases]
@@ -141,7 +141,7 @@ def test_the_bundled_default_prefers_the_gold_reply_to_a_copy_of_the_previous_tu
 @needs_data
 def test_bundled_scores_under_the_default_dtype_do_not_depend_on_the_batch(default_scorer):
     """On the real model, where bf16 moved scores by up to 2e-2 relative: batch size, order, split."""
-    from train.corpora import load_dailydialog, response_pairs
+    from density_train.data.corpora import load_dailydialog, response_pairs
 
     contexts, responses = response_pairs(load_dailydialog(DAILYDIALOG, "test"))
     pick = np.random.default_rng(3).choice(len(responses), size=150, replace=False)
@@ -165,7 +165,7 @@ def test_the_bundled_release_scores_as_before_the_hardening_round(default_scorer
     CPU's float32 kernels."""
     from safetensors import safe_open
 
-    from train.corpora import load_dailydialog, response_pairs
+    from density_train.data.corpora import load_dailydialog, response_pairs
 
     with safe_open(str(ROOT / "tests" / "data" / "bundled_release_scores.safetensors"), "np") as handle:
         rows, before = handle.get_tensor("rows"), handle.get_tensor("scores")
@@ -196,7 +196,7 @@ def test_emptying_every_reply_of_a_system_no_longer_wins_and_is_warned_about(def
 def test_an_empty_blank_or_unreadable_reply_never_outscores_the_real_one(default_scorer, reply):
     """Issue 56: on 120 DailyDialog test contexts the empty reply outscored the real one in 57 % of cases, "   " too,
     and "😀😀😀" (every token unknown) was calibrated like a typical human reply."""
-    from train.corpora import load_dailydialog, response_pairs
+    from density_train.data.corpora import load_dailydialog, response_pairs
 
     contexts, responses = response_pairs(load_dailydialog(DAILYDIALOG, "test"))
     pick = np.random.default_rng(4).choice(len(responses), size=120, replace=False)
@@ -214,7 +214,7 @@ def test_special_token_text_and_wordless_replies_do_not_beat_the_real_one(defaul
     """Issue 60: read as the special token, `[SEP]` beat the real reply in 66 % of 200 DailyDialog test contexts,
     `[PAD]` 46 %, `[CLS]` 39 %; `?!` (flagged, not floored) 28 %. At most 15 % is the issue's bound for the special
     tokens; a reply without a letter or digit gets the floor, so it never wins."""
-    from train.corpora import load_dailydialog, response_pairs
+    from density_train.data.corpora import load_dailydialog, response_pairs
 
     contexts, responses = response_pairs(load_dailydialog(DAILYDIALOG, "test"))
     pick = np.random.default_rng(5).choice(len(responses), size=120, replace=False)

@@ -1,4 +1,4 @@
-"""``python -m train interpolate`` (train/interpolate.py): theta(w) = (1 - w) start + w end, checked
+"""``python -m train interpolate`` (train/commands/interpolate.py): theta(w) = (1 - w) start + w end, checked
 tensor by tensor against float64 numpy, and ``fit`` taking the pair format from such a folder."""
 
 import json
@@ -9,7 +9,7 @@ import pytest
 from safetensors.numpy import load_file, save_file
 
 from density_metric.checkpoint.format import CONFIG_FILE, HEAD_FILE, DensityConfig, save_head
-from train.__main__ import main
+from density_train.commands import main
 
 
 @pytest.fixture(scope="module")

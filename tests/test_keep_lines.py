@@ -10,11 +10,11 @@ from transformers import BertTokenizer
 
 from density_metric.encoding.packing import pack
 from density_metric.encoding.pair_format import PairFormat, join_context
-from train.corpora import response_pairs_with_dialogues
-from train.data import SelectionData
-from train.evaluation import GroundingSignals
-from train.grounded_corpora import load_personachat
-from train.grounding_validation import GroundingSet
+from density_train.data.corpora import response_pairs_with_dialogues
+from density_train.data.examples import SelectionData
+from density_train.data.grounded_corpora import load_personachat
+from density_train.evaluation.evaluators import GroundingSignals
+from density_train.evaluation.grounding_validation import GroundingSet
 
 from .test_grounded_corpora import persona_dialogue, write_jsonl
 from .tiny import WORDS, tiny_vocab
@@ -109,7 +109,7 @@ def test_a_grounding_set_knows_its_lines_and_keeps_them(tmp_path, tok):
 
 
 def test_a_keep_lines_run_trains_and_evaluates_on_the_cut_contexts(backbone, tmp_path):
-    from train.loop import Trainer
+    from density_train.loop.trainer import Trainer
 
     from .test_training import config_for
 

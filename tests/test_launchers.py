@@ -14,14 +14,14 @@ ACCELERATE_LAUNCH = {"ACCELERATE_USE_CPU": "True", "ACCELERATE_DYNAMO_BACKEND": 
 
 
 def test_several_launched_processes_that_accelerate_runs_each_alone_are_refused():
-    from train.arguments import check_processes
+    from density_train.arguments import check_processes
 
     with pytest.raises(ValueError, match=r"^2 processes were launched \(WORLD_SIZE=2\), but Accelerate sees 1, .*"):
         check_processes(1, {"WORLD_SIZE": "2", "RANK": "1"})
 
 
 def test_accelerate_launch_that_started_one_of_several_cpu_processes_says_so():
-    from train.arguments import check_processes
+    from density_train.arguments import check_processes
 
     warning = check_processes(1, {**ACCELERATE_LAUNCH, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"})
     assert warning.startswith("accelerate launch asked for several processes but started this one alone")
@@ -39,7 +39,7 @@ def test_accelerate_launch_that_started_one_of_several_cpu_processes_says_so():
     ids=["plain", "accelerate-launch-one-process", "torchrun-one-process", "two-processes"],
 )
 def test_a_process_layout_that_accelerate_sees_whole_passes_silently(processes, environ):
-    from train.arguments import check_processes
+    from density_train.arguments import check_processes
 
     assert check_processes(processes, environ) is None
 

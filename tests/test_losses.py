@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from train.losses import recall_and_mrr, selection_loss, supervised_contrastive_loss
+from density_train.losses.response_selection import recall_and_mrr, selection_loss, supervised_contrastive_loss
 
 
 def naive_scl(features, group_size, tau, average, keep=None):

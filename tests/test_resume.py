@@ -7,7 +7,7 @@ import shutil
 import numpy as np
 import pytest
 
-from train.loop import Trainer
+from density_train.loop.trainer import Trainer
 
 from .test_training import config_for, data, read_log, write_corpus
 
@@ -46,7 +46,7 @@ def cli_run(backbone, folder, *extra):
 @pytest.fixture(scope="module")
 def stopped_run(backbone, tmp_path_factory):
     """A tiny run stopped by --max-minutes after its first step (state/ saved), to copy and resume."""
-    from train.__main__ import main
+    from density_train.commands import main
 
     folder = tmp_path_factory.mktemp("stopped")
     main([str(arg) for arg in cli_run(backbone, folder, "--max-minutes", "0.0001")])
@@ -143,7 +143,7 @@ def test_a_relative_floor_without_an_evaluation_at_the_start_is_an_error(backbon
 def test_a_floor_relative_to_the_start_holds_across_a_resume(backbone, tmp_path):
     """The start's value is in the saved state, which the resumed trainer and the end-of-run fit read:
     a run stopped after its first step and resumed keeps and fits an evaluation, and its card says how."""
-    from train.__main__ import main
+    from density_train.commands import main
 
     flags = ("--eval-at-start", "--select-on", "mrr", "--select-floor", "recall_at_1=start-1")
     main([str(arg) for arg in cli_run(backbone, tmp_path, *flags, "--max-minutes", "0.0001")])
@@ -157,7 +157,7 @@ def test_a_floor_relative_to_the_start_holds_across_a_resume(backbone, tmp_path)
 def test_a_stop_while_the_state_is_saved_leaves_the_last_whole_state(backbone, tmp_path, monkeypatch):
     """Killed while writing the state of step 4 (the model written, the optimizer not): the run
     resumes from the whole state of step 2, and its log equals an uninterrupted one's."""
-    import train.loop as loop
+    import density_train.loop.trainer as loop
 
     train, valid = data()
     config = config_for(backbone, save_every=2, validation_kinds="")
@@ -184,7 +184,7 @@ def test_a_stop_while_the_state_is_saved_leaves_the_last_whole_state(backbone, t
 def test_a_stop_between_the_renames_of_a_save_resumes_from_the_old_state(backbone, stopped_run, tmp_path):
     """state/ moved aside as state.old/, a half-written state.new/ beside it: the run resumes from
     state.old/ (its step 1 is not taken again) and ends with a checkpoint."""
-    from train.__main__ import main
+    from density_train.commands import main
 
     folder = copy_of(stopped_run, tmp_path)
     run = folder / "run"

@@ -6,9 +6,9 @@ import struct
 import numpy as np
 import pytest
 
-from train.corpora import response_pairs_with_dialogues
-from train.data import SelectionData
-from train.retrieval import PoolMismatchError, RetrievalIndex, pool_sha256, top_neighbours
+from density_train.data.corpora import response_pairs_with_dialogues
+from density_train.data.examples import SelectionData
+from density_train.negatives.retrieval import PoolMismatchError, RetrievalIndex, pool_sha256, top_neighbours
 
 from .dialogues import DIALOGUES, hand_index
 
@@ -78,8 +78,8 @@ def test_pool_hash_is_unambiguous():
 def test_retrieval_index_command_builds_a_loadable_cache_with_the_real_encoder(tmp_path, capsys):
     """The untuned all-MiniLM-L6-v2 on a few dialogues: the cache loads for the split's pool, and
     a padded batch embeds each text as it would alone."""
-    from train.__main__ import main
-    from train.retrieval import embed
+    from density_train.commands import main
+    from density_train.negatives.retrieval import embed
 
     corpus = tmp_path / "dialogues.jsonl"
     corpus.write_text("".join(json.dumps(turns) + "\n" for turns in DIALOGUES[:6]))

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from train.run_log import evaluations, read_log
+from density_train.loop.run_log import evaluations, read_log
 
 
 def test_records_come_in_file_order_and_evaluations_once_per_step(tmp_path):
@@ -40,7 +40,7 @@ def test_a_bad_line_is_an_error_naming_the_file_and_line(tmp_path, line, problem
 
 
 def test_the_runs_cost_sums_its_chunks_wall_time_and_evaluations():
-    from train.run_log import compute_summary
+    from density_train.loop.run_log import compute_summary
 
     records = [
         {"type": "train", "step": 1, "elapsed": 10.0},
@@ -67,7 +67,7 @@ def test_an_evaluation_before_the_first_step_counts_once():
     """--eval-at-start logs an evaluation before any train record; the process's clock already runs,
     so the first step's elapsed includes it (the last-turn-copies run: 114 s of evaluation, then step 5
     at 122 s). It counts as an evaluation, and the wall time does not count it twice."""
-    from train.run_log import compute_summary
+    from density_train.loop.run_log import compute_summary
 
     records = [
         {"type": "eval", "step": 0, "seconds": 100.0},

@@ -5,9 +5,9 @@ import math
 
 import pytest
 
-from train.card import SELECTION_NAMES
-from train.config import TrainConfig
-from train.selection import describe, parse_floor, required_metrics, selection_value
+from density_train.commands.card import SELECTION_NAMES
+from density_train.config.recipe import TrainConfig
+from density_train.evaluation.model_selection import describe, parse_floor, required_metrics, selection_value
 
 EVALS = [  # the parrot release's four evaluations (results/releases/2026-11-25-copy-margin/log.jsonl), rounded
     {"step": 600, "zhao_dev_spearman": 55.56, "auc_density/echo": 0.808, "auc_density/speaker": 0.748},
@@ -105,7 +105,7 @@ def test_the_card_says_how_the_evaluation_was_chosen():
 
 
 def test_select_keeps_the_start_and_raises_the_best_only_for_a_higher_value():
-    from train.selection import check_selection, select
+    from density_train.evaluation.model_selection import check_selection, select
 
     progress = {"global_step": 0, "best": -math.inf}
     rule = ("recall_at_1+mrr", "mrr=start-0.1")

@@ -47,9 +47,9 @@ def test_train_speed_times_the_optimizer_steps_of_a_trainer(backbone, tmp_path):
 
     from benchmarks.train_speed import time_steps
     from density_metric.encoding.pair_format import PairFormat
-    from train.config import TrainConfig
-    from train.data import SelectionData, epoch_negatives
-    from train.loop import Trainer
+    from density_train.config.recipe import TrainConfig
+    from density_train.data.examples import SelectionData, epoch_negatives
+    from density_train.loop.trainer import Trainer
 
     train = SelectionData.from_pairs(*synthetic_pairs(40, seed=0))
     config = TrainConfig(

@@ -15,7 +15,7 @@ from benchmarks.system_level import (
     system_means,
 )
 from density_metric.correlation import kendall_tau, pearson
-from train.judgments import JudgmentSet
+from density_train.data.judgments import JudgmentSet
 
 
 def synthetic(seed: int, n_systems: int = 5, rows: int = 12, ties: bool = False):

@@ -1,4 +1,4 @@
-"""The training's token store (train/token_store.py) against the scorer's packing (density_metric.encoding.pack): the
+"""The training's token store (train/loop/token_store.py) against the scorer's packing (density_metric.encoding.pack): the
 same model inputs for the same contexts and candidates, both layouts, cut contexts and replies, blank turns and
 special-token text."""
 
@@ -12,8 +12,8 @@ from transformers import AutoTokenizer
 from density_metric.encoding.features import rows_to_batch
 from density_metric.encoding.packing import pack
 from density_metric.encoding.pair_format import PairFormat
-from train.step_batches import one_ahead
-from train.token_store import TokenStore, speaker_joins
+from density_train.loop.step_batches import one_ahead
+from density_train.loop.token_store import TokenStore, speaker_joins
 
 from .tiny import WORDS
 
@@ -73,7 +73,7 @@ def test_positions_find_raw_texts_and_none_for_a_text_it_lacks(tokenizer):
 
 
 def test_speaker_joins_are_the_two_texts_the_speaker_kind_makes():
-    from train.negative_kinds import speaker_negative
+    from density_train.negatives.kinds import speaker_negative
 
     made = {
         speaker_negative(["hello there ", " how are you"], " fine thanks", np.random.default_rng(s)) for s in range(20)

@@ -11,9 +11,9 @@ import pytest
 
 from density_metric.checkpoint.format import DensityConfig
 from density_metric.encoding.pair_format import PairFormat
-from train.__main__ import build_parser
-from train.config import TrainConfig, flag_of
-from train.flags import config_from_args, pair_format_from
+from density_train.commands import build_parser
+from density_train.config.flags import config_from_args, pair_format_from
+from density_train.config.recipe import TrainConfig, flag_of
 
 
 def _other_value(field, kind, choices):
@@ -73,10 +73,10 @@ def test_the_recipe_flags_help_shows_each_fields_default():
 
 
 def test_training_without_the_card_template_stops_before_it_starts(tmp_path, monkeypatch, train_cli_error):
-    import train.card
+    import density_train.commands.card
 
     missing = tmp_path / "hub_card" / "model_card.md"
-    monkeypatch.setattr(train.card, "TEMPLATE", missing)
+    monkeypatch.setattr(density_train.commands.card, "TEMPLATE", missing)
     # --data-dir holds no corpus: reaching the data would fail with another message.
     line = train_cli_error(["train", "--data-dir", tmp_path, "--out", tmp_path / "run"])
     assert line.startswith(f"error: {missing}: the model card template is missing")
@@ -118,8 +118,8 @@ def test_impossible_pair_format_is_an_error_line_not_a_traceback(tmp_path, train
 def test_training_package_is_installed_as_density_train_not_train(tmp_path):
     """Outside the checkout only the installed name exists, so no top-level 'train' is shipped."""
     code = (
-        "import importlib.util, density_train.loop\n"
-        "print(importlib.util.find_spec('train') is None, density_train.loop.TrainConfig().negatives)"
+        "import importlib.util, density_train.loop.trainer\n"
+        "print(importlib.util.find_spec('train') is None, density_train.loop.trainer.TrainConfig().negatives)"
     )
     run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
@@ -146,7 +146,7 @@ def test_version_comes_from_the_package_metadata():
 
 
 def test_sample_pairs_is_a_seeded_sample_in_corpus_order():
-    from train.run import sample_pairs
+    from density_train.commands.train import sample_pairs
 
     contexts = [f"c{i}" for i in range(100)]
     responses = [f"r{i}" for i in range(100)]
@@ -175,7 +175,7 @@ def test_a_bad_negative_mix_is_an_error_line_naming_the_flag(tmp_path, mix, trai
 def test_resuming_may_change_only_the_listed_flags():
     from dataclasses import asdict, replace
 
-    from train.config import check_resumable
+    from density_train.config.recipe import check_resumable
 
     config = TrainConfig()
     check_resumable(asdict(config), replace(config, eval_batch_size=7, save_every=3), "state")

@@ -9,8 +9,8 @@ import pytest
 
 import density_metric
 from density_metric.checkpoint.format import CONFIG_FILE, DensityConfig
-from train.__main__ import build_parser
-from train.flags import config_from_args
+from density_train.commands import build_parser
+from density_train.config.flags import config_from_args
 
 BUNDLED = Path(density_metric.__file__).parent / "default"
 # Each command with what it needs besides --out; --data-dir and --ratings name nothing, so a command
@@ -106,7 +106,7 @@ def test_init_from_default_is_the_bundled_checkpoint_as_in_score(tmp_path):
 
 
 def test_fit_encoder_default_is_the_bundled_checkpoint_as_in_score():
-    from train.arguments import encoder_folder
+    from density_train.arguments import encoder_folder
 
     assert Path(encoder_folder("default", "--encoder")) == BUNDLED
 
@@ -128,8 +128,8 @@ def test_a_run_from_default_starts_from_the_bundled_encoder_and_head(tmp_path):
     import torch
     from safetensors.torch import load_file
 
-    from train.config import TrainConfig
-    from train.loop import Trainer
+    from density_train.config.recipe import TrainConfig
+    from density_train.loop.trainer import Trainer
 
     from .test_training import data
 

@@ -13,11 +13,11 @@ import torch
 from safetensors.torch import load_file
 
 from density_metric.encoding.pair_format import PairFormat
-from train.config import TrainConfig
-from train.corpora import response_pairs, response_pairs_with_dialogues
-from train.data import SelectionData
-from train.evaluation import KindAUCs, encode_groups
-from train.loop import Trainer
+from density_train.config.recipe import TrainConfig
+from density_train.data.corpora import response_pairs, response_pairs_with_dialogues
+from density_train.data.examples import SelectionData
+from density_train.evaluation.evaluators import KindAUCs, encode_groups
+from density_train.loop.trainer import Trainer
 
 from .ports import free_port
 from .tiny import WORDS
@@ -142,7 +142,7 @@ def test_two_processes_take_the_same_steps_as_one_process_accumulating_two(backb
         "import sys\n"
         f"sys.path.insert(0, {str(ROOT)!r})\n"
         "from tests.test_training import config_for, data\n"
-        "from train.loop import Trainer\n"
+        "from density_train.loop.trainer import Trainer\n"
         "train, valid = data()\n"
         "accum, out = int(sys.argv[1]), sys.argv[2]\n"
         f"Trainer(config_for({str(backbone)!r}, grad_accum=accum, batch_size=2, epochs=1), train, valid, out).train()\n"
@@ -184,7 +184,7 @@ def test_two_processes_take_the_same_steps_as_one_process_accumulating_two(backb
 # it takes with --cpu, which starts one process) sets MASTER_ADDR when asked for several, and its own variables.
 def test_train_command_writes_a_checkpoint_the_metric_loads_with_head_and_card(backbone, tmp_path):
     from density_metric import DensityScorer
-    from train.__main__ import main
+    from density_train.commands import main
 
     write_corpus(tmp_path, valid_dialogues=30)
     main(
@@ -248,7 +248,7 @@ def test_train_command_writes_a_checkpoint_the_metric_loads_with_head_and_card(b
 
 def test_fit_with_float16_weights_fits_the_gaussian_to_the_weights_it_ships(backbone, tmp_path):
     from density_metric import DensityScorer
-    from train.__main__ import main
+    from density_train.commands import main
 
     dialogues = {"train": synthetic_dialogues(20, 0), "valid": synthetic_dialogues(8, 1)}
     for split, turns in dialogues.items():
@@ -297,9 +297,9 @@ def test_fit_with_float16_weights_fits_the_gaussian_to_the_weights_it_ships(back
 
 def test_feature_only_last_layer_gives_the_full_layers_loss_and_gradients(backbone):
     """The training saving changes nothing in the math: same loss, same gradients (dropout off)."""
-    from train.evaluation import encode_groups
-    from train.losses import selection_loss, supervised_contrastive_loss
-    from train.model import DensityModel
+    from density_train.evaluation.evaluators import encode_groups
+    from density_train.losses.response_selection import selection_loss, supervised_contrastive_loss
+    from density_train.model import DensityModel
 
     train, _ = data()
     contexts, groups = train.contexts[:4], [[r, *n] for r, n in zip(train.responses[:4], train.negatives(3, 42))]
@@ -327,8 +327,8 @@ def test_feature_only_last_layer_gives_the_full_layers_loss_and_gradients(backbo
 def test_overlap_rows_draws_from_golds_that_reuse_the_last_turns_words(backbone, tmp_path):
     """The pool is every training pair whose gold has >= 30 % of its words in the last context turn, found
     here by a plain loop over the pairs."""
-    from train.data import SelectionData
-    from train.loop import Trainer
+    from density_train.data.examples import SelectionData
+    from density_train.loop.trainer import Trainer
 
     _, valid = data()
     rng = np.random.default_rng(3)
@@ -353,7 +353,7 @@ def test_overlap_rows_draws_from_golds_that_reuse_the_last_turns_words(backbone,
 
 
 def test_attention_dropout_option_sets_every_self_attention(backbone):
-    from train.model import DensityModel, set_attention_dropout
+    from density_train.model import DensityModel, set_attention_dropout
 
     model, _ = DensityModel.load(backbone)
     set_attention_dropout(model.encoder, 0.3)  # the fixture's backbone has 0
@@ -366,7 +366,7 @@ MIX = "random:4,same-dialogue:1,echo:1,speaker:1,repeat:1,drop:1,shuffle:1"
 
 
 def test_trainer_logs_per_kind_aucs_and_dev_correlations_twice_per_epoch(backbone, tmp_path):
-    from train.validation import DevJudgments
+    from density_train.evaluation.validation import DevJudgments
 
     train, valid = dialogue_data()
     dev = DevJudgments(valid.contexts[:12], valid.responses[:12], np.linspace(0, 1, 12), "toy_dev")
@@ -484,7 +484,7 @@ def test_an_unknown_excluded_kind_is_an_error(backbone):
 
 
 def test_a_validation_index_built_for_another_pool_is_an_error_not_a_silent_skip(backbone, tmp_path):
-    from train.retrieval import PoolMismatchError, RetrievalIndex, split_path
+    from density_train.negatives.retrieval import PoolMismatchError, RetrievalIndex, split_path
 
     train, valid = dialogue_data()
     texts = ["one", "two", "three"]

@@ -6,7 +6,7 @@ from scipy.stats import pearsonr, spearmanr
 from sklearn.metrics import roc_auc_score
 
 from density_metric.correlation import auc, average_ranks, pearson, spearman
-from train.validation import last_turn_overlap
+from density_train.evaluation.validation import last_turn_overlap
 
 
 def test_auc_equals_scikit_learn_with_ties():

@@ -11,7 +11,7 @@ from safetensors.torch import load_file, save_file
 from scipy.stats import spearmanr
 
 from benchmarks.baselines import zhao
-from train.judgments import apply_protocol, load_sets
+from density_train.data.judgments import apply_protocol, load_sets
 
 from .tiny import WORDS
 

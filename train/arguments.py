@@ -33,7 +33,7 @@ OUT_RULE = (
 
 
 def check_at_least(flag: str, value: float, least: float) -> None:
-    """The one check of a count or amount flag (the recipe's in :mod:`train.config`, ``--limit``, ``--max-minutes``,
+    """The one check of a count or amount flag (the recipe's in :mod:`density_train.config.recipe`, ``--limit``, ``--max-minutes``,
     ``retrieval-index --k``): a ValueError naming ``flag`` unless ``value`` >= ``least`` (NaN too)."""
     if not value >= least:
         raise ValueError(f"{flag} must be at least {least}, got {value}")

@@ -58,7 +58,9 @@ BLENDED = "BERT-RUBER blended (MiniLM)"
 BLEND = "arithmetic mean"
 POOLING = "max"
 HIDDEN = (256, 512, 128)
-MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length (train.retrieval.MAX_TOKENS), with [CLS] and [SEP]
+MAX_TOKENS = (
+    256  # all-MiniLM-L6-v2's max_seq_length (density_train.negatives.retrieval.MAX_TOKENS), with [CLS] and [SEP]
+)
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +105,7 @@ def queries(contexts: Sequence[Sequence[str] | str], encoder: str, max_tokens: i
     """:func:`query_of` every context, with ``encoder``'s tokenizer counting each distinct turn once."""
     from transformers import AutoTokenizer
 
-    from train.model import backbone_path
+    from density_train.model import backbone_path
 
     tokenizer = AutoTokenizer.from_pretrained(backbone_path(encoder))
     contexts = [[c] if isinstance(c, str) else list(c) for c in contexts]
@@ -144,7 +146,7 @@ def batch_loss(
 
 def _pairs(data_dir: Path, split: str, limit: int, encoder: str, max_tokens: int) -> tuple[list[str], list[str]]:
     """(queries, gold replies) of a DailyDialog split, its first ``limit`` pairs if ``limit``."""
-    from train.corpora import load_dailydialog, response_pairs
+    from density_train.data.corpora import load_dailydialog, response_pairs
 
     contexts, responses = response_pairs(load_dailydialog(data_dir, split))
     if limit:

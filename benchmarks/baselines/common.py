@@ -110,15 +110,15 @@ def embed_texts(
     max_tokens: int | None = None,
     cache_dir: str | Path | None = None,
 ) -> dict[str, np.ndarray]:
-    """Frozen embedding of every distinct text (``train.retrieval.embed``: length-sorted batches,
+    """Frozen embedding of every distinct text (``density_train.negatives.retrieval.embed``: length-sorted batches,
     truncated to ``max_tokens``, default the encoder's 256), as a text -> (d,) float32 map.
 
     With ``cache_dir``, the vectors are kept in ``embeddings-<key>.safetensors`` there, the key a
-    sha256 of the settings and of the distinct texts (``train.retrieval.pool_sha256``), and read
+    sha256 of the settings and of the distinct texts (``density_train.negatives.retrieval.pool_sha256``), and read
     back instead of recomputed when the same texts are embedded the same way again. The encoder
     is keyed by its name, so use the cache with a fixed encoder (``"minilm"``), not a folder that
     changes."""
-    from train.retrieval import MAX_TOKENS, embed, pool_sha256
+    from density_train.negatives.retrieval import MAX_TOKENS, embed, pool_sha256
 
     unique = list(dict.fromkeys(texts))
     max_tokens = max_tokens or MAX_TOKENS

@@ -197,7 +197,7 @@ class _Pairs:
 def _vector_pairs(data_dir, limit: int, seed: int, encoder: str, cache_dir) -> tuple[VectorTable, _Pairs, _Pairs]:
     """DailyDialog's train and validation pairs (the first ``limit`` and at most 2,000), embedded once, with their
     syntactic negatives (validation: a random utterance too, fixed)."""
-    from train.corpora import load_dailydialog, response_pairs
+    from density_train.data.corpora import load_dailydialog, response_pairs
 
     contexts, replies = response_pairs(load_dailydialog(Path(data_dir), "train"))
     v_contexts, v_replies = response_pairs(load_dailydialog(Path(data_dir), "validation"))

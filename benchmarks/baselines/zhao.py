@@ -16,7 +16,7 @@ others), it fine-tunes the encoder's **last layer** and the MLP; the lower layer
 left them. With 180 ratings this is also the safer choice against over-fitting.
 
 Protocol (the paper's, on DailyDialog-Zhao): the first 20 % of rows (``dev`` in
-:mod:`train.judgments`, ground-truth rows dropped, MAD-filtered ratings) are the training data,
+:mod:`density_train.data.judgments`, ground-truth rows dropped, MAD-filtered ratings) are the training data,
 of which a seeded fifth is held out for early stopping; the last 80 % (the ``paper`` protocol)
 are the test. The column is therefore **supervised**: the meta-evaluation reports it apart from
 the unsupervised metrics, and never on rows it was trained on (:meth:`ZhaoColumns.reports`).
@@ -64,7 +64,7 @@ class ZhaoModel(nn.Module):
 
     def __init__(self, checkpoint_dir: str, low: float, high: float):
         super().__init__()
-        from train.model import DensityModel
+        from density_train.model import DensityModel
 
         self.checkpoint = resolve_checkpoint(checkpoint_dir)
         self.pair_format = self.checkpoint.config.pair_format
@@ -112,7 +112,7 @@ class ZhaoModel(nn.Module):
 
 def training_rows(data_dir: str | Path) -> tuple[list, list[str], np.ndarray]:
     """The paper's training rows: DailyDialog-Zhao's ``dev`` protocol (contexts, responses, ratings)."""
-    from train.judgments import apply_protocol, context_of, load_sets
+    from density_train.data.judgments import apply_protocol, context_of, load_sets
 
     name, protocol = TRAINED_ON
     [judgments] = load_sets(data_dir, [name])

@@ -163,7 +163,7 @@ def assemble_rows(
     ``paper``: one row per candidate (open, context, middle, reply, close), ``context_length`` (m,) per
     candidate; ``shared-context``: one row per context (open, context, middle, then per candidate open, reply,
     close), ``context_length`` (n,) per context. The one row assembly of the package: :func:`pack` and the
-    training's token store (train/token_store.py) build their rows with it."""
+    training's token store (train/loop/token_store.py) build their rows with it."""
     if layout != "paper":
         return _shared_rows(source, context_end, context_length, reply_start, reply_length, sizes, specials)
     (open_at, middle_at, close_at), (n_open, n_middle, n_close) = (np.asarray(part).tolist() for part in specials)

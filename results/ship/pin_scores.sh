@@ -22,7 +22,7 @@ import density_metric
 import numpy as np
 from safetensors.numpy import save_file
 
-from train.corpora import load_dailydialog, response_pairs
+from density_train.data.corpora import load_dailydialog, response_pairs
 
 here, label = Path(sys.argv[1]), sys.argv[2]
 assert Path(density_metric.__file__).is_relative_to(Path.cwd()), density_metric.__file__  # the old code, not main's
@@ -33,7 +33,7 @@ scores = density_metric.DensityScorer(device="cpu", dtype="float32").score(
 ).scores
 source = (
     "DensityScorer(device='cpu', dtype='float32').score at commit 35dcd63 (before issue 30) with "
-    f"{label}, DailyDialog test pairs of train.corpora.response_pairs, rows = random.Random(0).sample(range(n), 1000)"
+    f"{label}, DailyDialog test pairs of density_train.data.corpora.response_pairs, rows = random.Random(0).sample(range(n), 1000)"
 )
 out = here / "tests/data/bundled_release_scores.safetensors"
 save_file({"rows": rows, "scores": np.asarray(scores, dtype=np.float64)}, str(out), metadata={"source": source})

@@ -26,7 +26,7 @@ step python -m benchmarks.baselines train --system zhao
 step python -m benchmarks.human_correlation --checkpoint default \
   --untuned-checkpoint benchmarks/untuned-minilm --protocols full paper dev --out results/bundled-default
 step python -m benchmarks.corpus_probes --checkpoint default --out results/bundled-default/corpus-probes
-step python -m train.grounding_validation --checkpoint density_metric/default \
+step python -m train grounding-validation --checkpoint density_metric/default \
   --data ../shared/data/convai2/valid_unused_by_benchmarks.txt --out results/bundled-default/grounding-signal/bundled.json
 step python -m benchmarks.few_shot --checkpoint default --out results/bundled-default/few-shot
 step python -m benchmarks.speed --pairs 1024 --json benchmarks/speed_cpu_release.json

@@ -4,7 +4,7 @@ in any script (no character of Unicode category L* or N*: the rule of the ``punc
 
 Counted per set: every training reply of each corpus as its loader makes them (DailyDialog's three official splits;
 Self-dialogue, Chit-Chat, the PersonaChat subset and Topical-Chat, training and validation splits together), and
-every rated reply of each human-judgment set (``train.judgments.load_sets``; FED's dialogue-level set: every turn from
+every rated reply of each human-judgment set (``density_train.data.judgments.load_sets``; FED's dialogue-level set: every turn from
 the second on, as ``score_dialogue`` scores them), of which those a person wrote (a system named human or
 ground-truth; in FED's dialogues also the ``User`` turns). For each such reply, the flag the bundled default gives it:
 ``empty`` and ``unreadable`` replies were floored already (floor policy ``v1``), ``punctuation`` ones are floored
@@ -22,13 +22,14 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from density_train.data.corpora import load_chitchat, load_dailydialog, load_self_dialogue, response_pairs
+from density_train.data.grounded_corpora import load_personachat, load_topical_chat
+from density_train.data.judgments import context_of, load_sets
+from density_train.data.rows import SEEDED_SPLITS
+
 from density_metric import DensityScorer
 from density_metric.encoding.text_ids import reply_ids
 from density_metric.row_flags import EMPTY, PUNCTUATION, reply_flag
-from train.corpora import load_chitchat, load_dailydialog, load_self_dialogue, response_pairs
-from train.corpus_rows import SEEDED_SPLITS
-from train.grounded_corpora import load_personachat, load_topical_chat
-from train.judgments import context_of, load_sets
 
 DATA = Path("../shared/data")
 OUT = Path(__file__).resolve().parent
@@ -38,7 +39,7 @@ EXAMPLES = 5
 
 
 def corpus_tables() -> dict[str, list]:
-    """Each corpus's training tables (``train.corpora``'s datasets), by the set's name."""
+    """Each corpus's training tables (``density_train.data.corpora``'s datasets), by the set's name."""
     corpora = {f"DailyDialog {split}": [load_dailydialog(DATA / "dailydialog", split)] for split in SEEDED_SPLITS}
     corpora["DailyDialog test"] = [load_dailydialog(DATA / "dailydialog", "test")]
     corpora["Self-dialogue"] = [load_self_dialogue(DATA / "self_dialogue", split) for split in SEEDED_SPLITS]
@@ -58,7 +59,7 @@ def corpus_replies() -> dict[str, list[tuple[str, bool]]]:
 
 def judgment_rows() -> dict[str, list[tuple[list[str], str, bool]]]:
     """Each human-judgment set's scored rows, (context, reply, written by a person) each: a turn-level row's context
-    with its fact lines (``train.judgments.context_of``); each turn of a FED dialogue from the second on, against
+    with its fact lines (``density_train.data.judgments.context_of``); each turn of a FED dialogue from the second on, against
     the turns before it."""
     sets = {}
     for judged in load_sets(DATA):

@@ -9,11 +9,11 @@ on the CPU (about 5 minutes):
 """
 
 import numpy as np
+from density_train.data.corpora import load_dailydialog
 
 from benchmarks.baselines import load_columns
 from benchmarks.probes import make_probes
 from density_metric import DensityScorer
-from train.corpora import load_dailydialog
 
 CHECKPOINTS = {"bundled default": "density_metric/default", "first release": "runs/bundles/12f0fbc"}
 PROBES = ("empty", "punctuation", "unreadable")

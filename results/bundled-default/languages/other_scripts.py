@@ -6,7 +6,7 @@ scripts, which must all be flagged.
 Counted per set, every (context, reply) row as scoring reads it: each corpus's training rows as its loader makes
 them (DailyDialog's three official splits; Self-dialogue, Chit-Chat, the PersonaChat subset with its persona lines
 and Topical-Chat with its knowledge line, training and validation splits together), and every rated row of each
-human-judgment set (``train.judgments.load_sets``; the USR sets with their fact lines; FED's dialogue-level set:
+human-judgment set (``density_train.data.judgments.load_sets``; the USR sets with their fact lines; FED's dialogue-level set:
 every turn from the second on against the turns before it, as ``score_dialogue`` reads them), of which those a
 person wrote (``no_words.py``'s rule: a system named human or ground-truth; in FED's dialogues also the ``User``
 turns). Also counted: the rows with any letter outside the Latin script at all, the candidates. Reads data only.
@@ -24,11 +24,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from density_train.data.corpora import response_pairs
 
 from density_metric import DensityScorer
 from density_metric.row_flags import other_script_rows
 from density_metric.scripts import letter_counts, turn_letter_counts
-from train.corpora import response_pairs
 
 # The corpora and the judgment sets as results/bundled-default/degenerate-probes/no_words.py reads them.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "degenerate-probes"))

@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from density_train.data.corpora import _dailydialog_turns, response_pairs
 
 from density_metric import DensityScorer
-from train.corpora import _dailydialog_turns, response_pairs
 
 DATA = Path("../shared/data/dailydialog")
 OUT = Path(__file__).resolve().parent

@@ -9,10 +9,11 @@ minutes):
 
 import sys
 
+from density_train.data.corpora import load_convai2
+
 from benchmarks.checkpoints import named_checkpoints
 from benchmarks.human_correlation import ModelColumns, run_probes
 from density_metric import DensityScorer
-from train.corpora import load_convai2
 
 CHECKPOINTS = {"first release": "runs/bundles/12f0fbc", "bundled default": "density_metric/default"}
 N, SEED = 500, 0

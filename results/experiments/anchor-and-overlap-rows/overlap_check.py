@@ -5,11 +5,11 @@ anchor pilot's arms' of 2,000 (their runs' --fit-pairs), so their rows are rough
 Usage, from the repository root: PYTHONPATH=. python results/experiments/anchor-and-overlap-rows/overlap_check.py"""
 
 import numpy as np
+from density_train.commands.train import load_dev_judgments
+from density_train.evaluation.validation import last_turn_overlap
 from scipy.stats import rankdata, spearmanr
 
 from density_metric import DensityScorer
-from train.run import load_dev_judgments
-from train.validation import last_turn_overlap
 
 dev = load_dev_judgments("../shared/data")
 o = last_turn_overlap(dev.contexts, dev.responses)

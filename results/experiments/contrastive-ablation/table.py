@@ -17,13 +17,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from density_train.data.judgments import apply_protocol, load_sets
 from safetensors.numpy import load_file
 from scipy.stats import pearsonr, spearmanr
 
 from benchmarks.meta_report import histogram_panel
 from benchmarks.paired_bootstrap import resampled_correlations
 from density_metric.comparison.significance import bootstrap_indices, percentile_ci
-from train.judgments import apply_protocol, load_sets
 
 HERE = Path(__file__).resolve().parent
 MODELS = {  # label: folder of a human_correlation run

@@ -10,12 +10,12 @@ with the last turn. 1,500 pairs drawn with seed 0.
 import sys
 
 import numpy as np
+from density_train.data.corpora import load_convai2, response_pairs
+from density_train.evaluation.validation import last_turn_overlap
 
 from benchmarks.checkpoints import named_checkpoints
 from density_metric.correlation import auc, spearman
 from density_metric.scoring import DensityScorer
-from train.corpora import load_convai2, response_pairs
-from train.validation import last_turn_overlap
 
 PERSONA = "your persona:"
 

@@ -1,7 +1,7 @@
 """How much of an in-run `dev` Spearman is the draw of the 3,000 training golds its Gaussian is fitted to?
 
 One model's features (the bundled release, float32): the training pairs of the in-run draws of SEEDS
-(``np.random.default_rng(seed).choice(n, 3000, replace=False)``, as ``train/loop.py`` draws them with ``--seed``)
+(``np.random.default_rng(seed).choice(n, 3000, replace=False)``, as ``train/loop/trainer.py`` draws them with ``--seed``)
 and POOL more random training pairs; then `dev` (DailyDialog-Zhao's first 20 %, n = 160) Spearman under the
 Gaussian of each in-run draw, of 3,000 golds drawn DRAWS times from the union, of the whole union, and the bundled
 Gaussian (all 76,053 pairs).
@@ -12,12 +12,12 @@ import json
 import sys
 
 import numpy as np
+from density_train.commands.train import load_dev_judgments
+from density_train.data.corpora import load_dailydialog, response_pairs
 
 from density_metric import DensityScorer
 from density_metric.correlation import spearman
 from density_metric.gaussian import GaussianAccumulator, GaussianStats
-from train.corpora import load_dailydialog, response_pairs
-from train.run import load_dev_judgments
 
 POOL, DRAWS, FIT, SEEDS = 9000, 30, 3000, range(40, 50)
 

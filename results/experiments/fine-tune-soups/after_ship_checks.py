@@ -3,9 +3,10 @@ the app's second example (app.py), and the integration test's 300 probe cases (s
 turn + gold. Usage, from the repository root: PYTHONPATH=. python results/experiments/fine-tune-soups/after_ship_checks.py
 (output of the second-round soup: after_ship_checks.txt)."""
 
+from density_train.data.corpora import load_dailydialog
+
 from benchmarks.probes import make_probes
 from density_metric import DensityScorer
-from train.corpora import load_dailydialog
 
 s = DensityScorer("density_metric/default", device="cpu", dtype="float32")
 ctx = ["Excuse me, could you tell me where the train station is?"]

@@ -16,13 +16,13 @@ checkpoint's Pearson and Spearman minus the first one's. It decides nothing: it 
 import sys
 
 import numpy as np
+from density_train.data.judgments import apply_protocol, context_of, load_sets
 from scipy.stats import pearsonr, spearmanr
 
 from benchmarks.checkpoints import named_checkpoints
 from benchmarks.paired_bootstrap import resampled_correlations
 from density_metric import DensityScorer
 from density_metric.comparison.significance import bootstrap_indices, percentile_ci
-from train.judgments import apply_protocol, context_of, load_sets
 
 RESAMPLES = 10_000
 

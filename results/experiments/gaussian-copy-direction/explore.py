@@ -4,12 +4,12 @@ PYTHONPATH=. python results/experiments/gaussian-copy-direction/explore.py
 """
 
 import numpy as np
+from density_train.commands.train import load_dev_judgments
+from density_train.evaluation.validation import last_turn_overlap
 from grid import fisher_direction as fisher
 
 from density_metric.correlation import auc, pearson, spearman
 from density_metric.gaussian import mahalanobis
-from train.run import load_dev_judgments
-from train.validation import last_turn_overlap
 
 F = dict(np.load("runs/copy-direction/features.npz"))
 dev = load_dev_judgments("../shared/data")

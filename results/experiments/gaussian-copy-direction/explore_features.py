@@ -7,11 +7,11 @@ release's, the bundled default when this ran, in /tmp/parrot-release (git show 6
 """
 
 import numpy as np
+from density_train.commands.train import load_dev_judgments
+from density_train.negatives.mix import validation_candidates
 from grid import COPY_KINDS, VALID_KINDS, training_sample, validation_pairs
 
 from density_metric.scoring import DensityScorer
-from train.negatives import validation_candidates
-from train.run import load_dev_judgments
 
 valid, train = validation_pairs(), training_sample()
 dev = load_dev_judgments("../shared/data")

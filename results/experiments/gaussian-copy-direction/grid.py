@@ -15,16 +15,16 @@ import time
 from pathlib import Path
 
 import numpy as np
+from density_train.commands.train import load_dev_judgments
+from density_train.data.corpora import load_dailydialog, response_pairs_with_dialogues
+from density_train.data.examples import SelectionData
+from density_train.evaluation.validation import last_turn_overlap
+from density_train.negatives.mix import validation_candidates
 
 from benchmarks.checkpoints import named_checkpoints
 from density_metric.correlation import auc, pearson, spearman
 from density_metric.gaussian import mahalanobis
 from density_metric.scoring import DensityScorer
-from train.corpora import load_dailydialog, response_pairs_with_dialogues
-from train.data import SelectionData
-from train.negatives import validation_candidates
-from train.run import load_dev_judgments
-from train.validation import last_turn_overlap
 
 DATA = "../shared/data/dailydialog"
 COPY_KINDS = ["echo", "speaker", "earlier"]

@@ -16,12 +16,12 @@ import json
 from pathlib import Path
 
 import numpy as np
+from density_train.data.grounded_corpora import load_personachat, load_topical_chat
+from density_train.data.judgments import facts_of
 from transformers import AutoTokenizer
 
 from density_metric.checkpoint.sources import resolve_checkpoint
 from density_metric.encoding.pair_format import join_context
-from train.grounded_corpora import load_personachat, load_topical_chat
-from train.judgments import facts_of
 
 
 def kept_shares(pair_format, tokenizer, rows: list[tuple[list[str], list[str]]]) -> np.ndarray:

@@ -14,9 +14,10 @@ import argparse
 import json
 from pathlib import Path
 
+from density_train.data.judgments import facts_of, load_sets
+
 from benchmarks.human_correlation import ModelColumns, evaluate_turn_set
 from density_metric import DensityScorer
-from train.judgments import facts_of, load_sets
 
 SETS = ["convai2_usr", "topicalchat_usr"]
 PROTOCOL = "paper"

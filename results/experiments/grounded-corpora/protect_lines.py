@@ -4,7 +4,7 @@ cut? (NOTES.md: contexts are cut from the left, so the lines, which come first, 
     PYTHONPATH=. python results/experiments/grounded-corpora/protect_lines.py [--data ../shared/data] [--out FILE]
 
 For the ConvAI2 grounding set (1,200 seeded golds of convai2/valid_unused_by_benchmarks.txt) and the held-out
-PersonaChat golds, each with its echo and 4 distractors (train/grounding_validation.py), the signals with every
+PersonaChat golds, each with its echo and 4 distractors (train/evaluation/grounding_validation.py), the signals with every
 context as it is, and with the oldest dialogue turns dropped (never the last turn) until the "your persona:" lines and
 the remaining turns fit the checkpoint's context budget, so that the encoder reads the lines whole where it can. The
 same scorer and Gaussian (the bundled checkpoint's); nothing is trained or fitted. Not a scoring option: a look at
@@ -17,9 +17,10 @@ import argparse
 import json
 from pathlib import Path
 
+from density_train.data.grounded_corpora import load_personachat
+from density_train.evaluation.grounding_validation import GroundingSet, evaluate_scores
+
 from density_metric import DensityScorer
-from train.grounded_corpora import load_personachat
-from train.grounding_validation import GroundingSet, evaluate_scores
 
 KEYS = ("persona_spearman", "last_turn_spearman", "echo_win", "recall_at_1")
 

@@ -2,7 +2,7 @@
 # The grounded-corpora pilot of issue 55 (plan and rule: PLAN.md beside this file): arms from the bundled soup
 # (density_metric/default, commit b7850c5) with the link chain's o6 recipe (the density term against copies), equal
 # STEPS, seed 57, each on DailyDialog's clean split plus, for b-d, the PersonaChat training subset and Topical-Chat
-# (train/grounded_corpora.py). Every evaluation logs DailyDialog validation (Recall@1, per-kind AUCs), `dev`, the
+# (train/data/grounded_corpora.py). Every evaluation logs DailyDialog validation (Recall@1, per-kind AUCs), `dev`, the
 # ConvAI2 grounding signal and the two corpora's held-out grounding signals, each also under a Gaussian of plain
 # DailyDialog golds (plain/...). Usage: STEPS=N MINUTES=M bash results/experiments/grounded-corpora/run.sh ARM [OUT]
 # DATA (default ../shared/data) is the shared data folder, INIT_FROM (default density_metric/default) the start, and

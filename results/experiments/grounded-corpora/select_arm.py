@@ -16,8 +16,8 @@ import math
 import sys
 from pathlib import Path
 
-from train.run_log import evaluations, read_log
-from train.selection import selection_value
+from density_train.evaluation.model_selection import selection_value
+from density_train.loop.run_log import evaluations, read_log
 
 SIGNALS = (
     "grounding/persona_spearman",

@@ -5,7 +5,7 @@ reads them scores the first higher.
     PYTHONPATH=. python results/experiments/grounded-corpora/swap_lines.py [--checkpoint default] [--data ../shared/data] [--out FILE]
 
 Sets: the ConvAI2 grounding set (1,200 seeded golds of convai2/valid_unused_by_benchmarks.txt) and the held-out golds
-of PersonaChat and Topical-Chat (train/grounding_validation.py's GroundingSet). Only golds whose content-word overlap
+of PersonaChat and Topical-Chat (train/evaluation/grounding_validation.py's GroundingSet). Only golds whose content-word overlap
 with their own lines is at least USES_LINES (0.2) count (they use them). The other lines come from a seeded derangement over
 the set's golds, so each gold gets the lines of another one (Topical-Chat: another turn's knowledge, possibly of the
 same conversation, so a swap of the same text is skipped). Reported per set and per cut (contexts as they are, and
@@ -20,10 +20,10 @@ import json
 from pathlib import Path
 
 import numpy as np
+from density_train.data.grounded_corpora import load_personachat, load_topical_chat
+from density_train.evaluation.grounding_validation import USES_LINES, GroundingSet
 
 from density_metric import DensityScorer
-from train.grounded_corpora import load_personachat, load_topical_chat
-from train.grounding_validation import USES_LINES, GroundingSet
 
 SEED = 0
 

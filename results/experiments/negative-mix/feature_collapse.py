@@ -5,10 +5,10 @@ PYTHONPATH=. python results/experiments/negative-mix/feature_collapse.py
 
 import numpy as np
 import torch
+from density_train.data.corpora import load_dailydialog, response_pairs
 
 from density_metric.encoding.features import Encoder
 from density_metric.encoding.pair_format import PairFormat
-from train.corpora import load_dailydialog, response_pairs
 
 torch.set_num_threads(1)
 c, r = response_pairs(load_dailydialog("../shared/data/dailydialog", "validation"))

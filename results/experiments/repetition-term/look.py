@@ -4,7 +4,7 @@ the reply's repetition put repeated words far out, and what does that cost on `d
 The density of the bundled model over g(c, r) alone (the control) and over g(c, r) with repetition statistics of the
 reply's word pieces appended, each Gaussian fitted (pinv, as shipped) on the same 20,000 training golds as the
 sharper look (seed 43), judged on the sharper look's 500 validation pairs and one negative of each kind
-(train.negatives.validation_candidates, seed 43), and on DailyDialog-Zhao `dev` (n = 160). Features are computed
+(density_train.negatives.mix.validation_candidates, seed 43), and on DailyDialog-Zhao `dev` (n = 160). Features are computed
 once and kept in runs/repetition-look/features.npz. Nothing here is fitted on all pairs, measured on test or shipped.
 Usage, from the repository root, alone on the CPU: PYTHONPATH=. python results/experiments/repetition-term/look.py [CHECKPOINT]
 """
@@ -14,16 +14,16 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from density_train.commands.train import load_dev_judgments
+from density_train.data.corpora import load_dailydialog, response_pairs_with_dialogues
+from density_train.data.examples import SelectionData
+from density_train.negatives.mix import validation_candidates
 
 from density_metric import DensityScorer
 from density_metric.correlation import auc, spearman
 from density_metric.encoding.features import Encoder
 from density_metric.gaussian import GaussianAccumulator, GaussianStats
 from density_metric.repetition import rep2
-from train.corpora import load_dailydialog, response_pairs_with_dialogues
-from train.data import SelectionData
-from train.negatives import validation_candidates
-from train.run import load_dev_judgments
 
 CHECKPOINT = sys.argv[1] if len(sys.argv) > 1 else "density_metric/default"
 SEED, FIT, VALID = 43, 20_000, 500

@@ -1,0 +1,1 @@
+"""The recipe of a run (:class:`TrainConfig`, each field with its flag) and the command-line flags built from it."""
