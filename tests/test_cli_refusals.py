@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from density_metric import distributed
+from density_metric.cli import compare as command
 from density_metric.cli import main
-from density_metric.comparison import command
 
 from .test_cli import ROWS, error_line, read_jsonl, run, write_jsonl
 from .test_compare import BAD, GOOD, run_compare, system_rows

@@ -265,7 +265,7 @@ def test_too_few_rows_are_warned_about_in_the_printed_output(tiny_checkpoint, tw
 def test_a_json_path_that_cannot_be_written_is_an_error_before_anything_is_scored(
     tiny_checkpoint, two_systems, tmp_path, capsys, monkeypatch
 ):
-    from density_metric.comparison import command
+    from density_metric.cli import compare as command
 
     monkeypatch.setattr(command, "compare_tables", lambda *a, **k: pytest.fail("scored before --json was checked"))
     (tmp_path / "file").write_text("")

@@ -1,6 +1,6 @@
 """Command line: ``python -m density_metric score INPUT -o OUTPUT`` (``-`` for standard input or output; or
-``--contexts FILE --responses FILE``, line-aligned text), ``compare A B [C ...]`` (its run:
-:mod:`density_metric.comparison.command`; its tables and statistics: :mod:`density_metric.comparison`) and ``install``.
+``--contexts FILE --responses FILE``, line-aligned text), ``compare A B [C ...]`` (its tables and
+statistics: :mod:`density_metric.comparison`) and ``install``.
 
 One module a command (:mod:`.score`, :mod:`.compare`, :mod:`.install`), the options they share (:mod:`.options`)
 and the parser with the entry point (:mod:`.parser`: :func:`main`, the ``density-metric`` console script).

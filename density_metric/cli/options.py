@@ -1,5 +1,5 @@
 """The options that ``score`` and ``compare`` share: the table's fields and the scorer's (checkpoint, device, dtype,
-batch and lengths), with their help, and the argparse type of the count options."""
+batch and lengths), with their help, the argparse type of the count options, and the scorer they describe."""
 
 from __future__ import annotations
 
@@ -52,3 +52,21 @@ def add_scorer_options(parser: argparse.ArgumentParser, max_length: bool) -> Non
     if max_length:
         parser.add_argument("--max-length", type=int, default=None, help=MAX_LENGTH_HELP)
     parser.add_argument("--max-response-length", type=int, default=None, metavar="N", help=MAX_RESPONSE_LENGTH_HELP)
+
+
+def scorer_of(args: argparse.Namespace, device: str, max_length: int | None = None):
+    """The DensityScorer that the scorer options (:func:`add_scorer_options`) describe, on ``device``; its errors
+    (ValueError, OSError) are the caller's to report."""
+    from ..scoring import DensityScorer
+
+    return DensityScorer(
+        args.checkpoint,
+        args.revision,
+        device=device,
+        dtype=args.dtype,
+        batch_size=args.batch_size,
+        max_tokens=args.max_tokens,
+        max_length=max_length,
+        max_response_length=args.max_response_length,
+        progress=False,
+    )

@@ -39,7 +39,7 @@ from ..io.tables import (
     write_records,
 )
 from ..row_flags import FLOORED, warn_flags
-from .options import add_field_options, add_scorer_options
+from .options import add_field_options, add_scorer_options, scorer_of
 
 logger = logging.getLogger("density_metric")
 
@@ -241,20 +241,8 @@ def _start_ranks(device: str) -> tuple[int, int, str]:
 
 def _scorer(args: argparse.Namespace, device: str):
     """The DensityScorer of the options, or an ``error:`` exit naming what is wrong with them."""
-    from ..scoring import DensityScorer
-
     try:
-        return DensityScorer(
-            args.checkpoint,
-            args.revision,
-            device=device,
-            dtype=args.dtype,
-            batch_size=args.batch_size,
-            max_tokens=args.max_tokens,
-            max_length=args.max_length,
-            max_response_length=args.max_response_length,
-            progress=False,
-        )
+        return scorer_of(args, device, args.max_length)
     except (ValueError, OSError) as err:  # CheckpointError is a ValueError; OSError: Hub and file errors
         fail(str(err))
 

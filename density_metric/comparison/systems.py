@@ -16,8 +16,8 @@ truncated pairs, whose scores mean little) are counted (:func:`report_flags`): f
 scored here, from the ``{score field}_flags`` column when they carry stored scores (unknown without it). A system
 with more flagged rows than the others is warned about.
 
-The command's run is :mod:`density_metric.comparison.command`, its options are :mod:`density_metric.cli`'s. This
-module imports neither, nor :mod:`density_metric.scoring` (a scorer is anything with ``score`` and
+The command's options and run are :mod:`density_metric.cli.compare`'s. This module imports
+neither it, nor :mod:`density_metric.scoring` (a scorer is anything with ``score`` and
 ``signature``), so no two modules import each other.
 """
 
