@@ -129,9 +129,9 @@ def scoring_speed(check: Check, result: dict, ends: float) -> None:
     warm-up; a round starts only if the last one would fit again in the section's time."""
     import numpy as np
     import torch
-    from scipy.stats import spearmanr
 
     from density_metric import DensityScorer
+    from density_metric.correlation import spearman
 
     from .speed import encoder_flops, naive_scores, plain_model, timed_interleaved
 
@@ -176,7 +176,7 @@ def scoring_speed(check: Check, result: dict, ends: float) -> None:
         result["pairs_per_s"] = {name: round(rate, 1) for name, rate in rates.items()}
         result["vs_naive"] = {name: round(rate / rates[naive], 2) for name, rate in rates.items()}
         check.save()
-    result["bf16_vs_fp32_spearman"] = float(spearmanr(outputs["bfloat16"].scores, outputs["float32"].scores).statistic)
+    result["bf16_vs_fp32_spearman"] = spearman(outputs["bfloat16"].scores, outputs["float32"].scores)
     result["bf16_vs_fp32_max_abs_calibrated_diff"] = float(
         np.abs(outputs["bfloat16"].calibrated - outputs["float32"].calibrated).max()
     )
