@@ -7,7 +7,7 @@ training run here ever reads: DailyDialog's test split (as in ``benchmarks.human
 validation splits of the Self-dialogue corpus and the Chit-Chat Challenge (``density_train.data.corpora.validation_split``, the
 dialogues that ``--corpus self_dialogue`` or ``chitchat`` keep out of training). Per corpus, the share of cases in
 which the gold reply's DEnsity score is above the variant's, with n. Writes ``corpus_probes.json`` and
-``corpus_probes.md`` to ``--out``. The probes share no code with the training negatives (``tests/test_probes.py``).
+``corpus_probes.md`` to ``--out``. The probes share no code with the training negatives (``tests/benchmarks/test_probes.py``).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ The clock starts with the command. Section k must end by ``ENDS_BY[k] x --deadli
 one's), so a slow section never eats the training run; one with no time left is recorded as skipped, one that runs
 out of it is stopped by an alarm with what it had measured. ``device_check.json`` in ``--out`` is rewritten
 atomically after every measurement and ``device_check.log`` holds the log, so a kill at any moment leaves results.
-On CPU the same script rehearses at tiny scale (``--tiny --checkpoint TINY``, tests/test_device_check.py).
+On CPU the same script rehearses at tiny scale (``--tiny --checkpoint TINY``, tests/benchmarks/test_device_check.py).
 docs/gpu.md says how to run it on a GPU machine, offline or not.
 """
 
@@ -58,7 +58,7 @@ from .device_sections import (
     versions,
 )
 
-# What tests/test_device_check.py and docs/gpu.md name here; the implementations are benchmarks.device_sections'.
+# What tests/benchmarks/test_device_check.py and docs/gpu.md name here; the implementations are benchmarks.device_sections'.
 __all__ = ["MOST_PARTS", "PART_BYTES", "RETURNED_FILES", "RELEASE_RECIPE", "SUMS", "WEIGHTS", "reassemble"]
 
 logger = logging.getLogger("device_check")

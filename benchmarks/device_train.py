@@ -24,7 +24,7 @@ so a long run never eats the evaluation. ``device_train.json`` is rewritten atom
 each one's status (``measured``, ``skipped: ...``, ``stopped: ...``, ``failed: ...``; a failed section does not stop
 the next), and ``training.tar.gz`` after every stage (the run's log and output, the checkpoint but its weights, the
 evaluations' reports and per-row scores). ``--dry-run`` checks the commands (the train command's flags through
-train's own parser) and records them without running them. On CPU: ``--tiny`` (tests/test_device_train.py).
+train's own parser) and records them without running them. On CPU: ``--tiny`` (tests/benchmarks/test_device_train.py).
 docs/gpu.md says how to run it.
 """
 

@@ -1,5 +1,5 @@
 """The host path of the scorer before issue 61, kept as the baseline of ``benchmarks.host_pipeline`` and as the
-independent reference of ``tests/test_packing.py``.
+independent reference of ``tests/density_metric/encoding/test_packing.py``.
 
 It joins each context's turns into one string and tokenises the whole string per pair (so a turn is tokenised
 again in every later context of its dialogue, and special-token text in a turn or reply is read as the special

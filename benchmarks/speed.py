@@ -184,7 +184,7 @@ def device_entry(args: argparse.Namespace, device: str, contexts, responses, nai
         # Compared only where nothing is truncated: the naive loop cuts the other end, like the authors' code.
         # It reads pairs in the paper layout and scores the density alone, so for another layout or a
         # checkpoint with the repetition term it is a timing baseline only (the shared-context layout's
-        # packed-equals-alone check is in tests/test_shared_context.py, the term's in tests/test_repetition.py).
+        # packed-equals-alone check is in tests/density_metric/encoding/test_shared_context.py, the term's in tests/density_metric/test_repetition.py).
         "naive_vs_scorer_max_abs_diff": (
             float(np.abs(naive - ours32.scores[:naive_n])[whole[:naive_n]].max())
             if fp32.encoder.pair_format.layout == "paper" and fp32.stats.repetition is None

@@ -96,7 +96,7 @@ def tiny_scorer(tiny_checkpoint):
 
 @pytest.fixture(scope="module")
 def backbone(tmp_path_factory):
-    """A tiny encoder to train (tests/test_training.py, tests/test_resume.py), without dropout, so runs are deterministic across process layouts."""
+    """A tiny encoder to train (tests/train/loop/test_training.py, tests/train/loop/test_resume.py), without dropout, so runs are deterministic across process layouts."""
     directory = tmp_path_factory.mktemp("backbone")
     model, tokenizer = build_tiny_encoder(directory)
     model.config.hidden_dropout_prob = model.config.attention_probs_dropout_prob = 0.0

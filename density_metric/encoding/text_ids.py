@@ -11,7 +11,7 @@ The bottom of :mod:`density_metric.encoding`: nothing here knows a pair template
 - :func:`reply_ids`: each reply's ids as the encoder reads them, before the reply's cap.
 
 Whitespace pre-tokenisation (BERT's WordPiece) tokenises a joined string and its turns alike, so for text
-without special-token strings the ids are those of tokenising the joined context; ``tests/test_packing.py``
+without special-token strings the ids are those of tokenising the joined context; ``tests/density_metric/encoding/test_packing.py``
 checks that against the former path (``benchmarks/reference_encoding.py``).
 """
 

@@ -10,7 +10,7 @@ context turns, where a mix has ``speaker`` each pair's two joins of its previous
 to the longest budget a pair of the layout keeps. A step's rows are
 then :func:`~density_metric.encoding.packing.assemble_rows` over integer positions: no text is read or tokenised inside a step.
 
-The rows equal ``pack``'s for the same contexts and candidates (tests/test_token_store.py checks both
+The rows equal ``pack``'s for the same contexts and candidates (tests/train/loop/test_token_store.py checks both
 layouts on DailyDialog, cut contexts and replies included): a pair's context keeps the last
 ``min(read, budget)`` tokens of the same suffix, whatever the budget the read stopped at.
 """

@@ -5,7 +5,7 @@ each normalised reply (:func:`density_train.data.text.normalise`), the distinct 
 keeps the short ones that are common: the list the ``bland`` negative kind draws from
 (:func:`density_train.negatives.kinds.bland_negative`). The list is a function of the training pairs only; no probe,
 benchmark or hand-written list enters it (``benchmarks/probes.py`` writes its generic replies independently,
-and tests/test_probes.py checks that the two share no code).
+and tests/benchmarks/test_probes.py checks that the two share no code).
 
 A run's list is mined once from its *training* split and kept on the data (:func:`bland_list`); a validation
 split is given the training list (:func:`use_bland_list`), so that a validation ``bland`` AUC measures the

@@ -1,0 +1,302 @@
+"""The device training command (benchmarks/device_train.py, docs/gpu.md) rehearsed on CPU: the paper recipe from a
+tiny random encoder for 2 epochs of 10 steps, on DailyDialog-format dialogues of the tiny vocabulary and a slice of
+DailyDialog-Zhao (its judgments; skipped without ../shared), inside a deadline; its guard stop, a failing stage, and
+the real-scale commands checked by a dry run."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from benchmarks import device_train
+from benchmarks.device_recipes import RECIPES
+from benchmarks.device_sections import (
+    RETURNED_FILES,
+    SUMS,
+    TRAINING_TAR,
+    WEIGHTS,
+    SectionRun,
+    missing_packages,
+    run_sections,
+)
+from benchmarks.device_train import REPORT, SECTIONS, main, parse_args, parsed_train_args, section_ends, train_argv
+from density_train.config.recipe import scaled_lr
+
+from ..tiny import build_tiny_encoder
+from .test_device_check import write_dailydialog
+
+ROOT = Path(__file__).resolve().parents[2]
+ZHAO = ROOT.parent / "shared" / "data" / "zhao2020" / "dailydialog_zhao.normalized.jsonl"
+TINY_FORMAT = ["--", "--max-length", "64", "--max-response-length", "24"]  # the tiny encoder has 128 positions
+
+
+def device_train_command(
+    tmp_path: Path, backbone: Path, data: Path, *flags: str
+) -> tuple[subprocess.CompletedProcess, Path]:
+    """``python -m benchmarks.device_train paper --tiny`` as a GPU machine would run it; its process and --out."""
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "benchmarks.device_train", "paper", "--tiny", "--start", str(backbone)]
+    command += ["--data-dir", str(data), "--out", str(out), "--work", str(tmp_path / "work"), "--commit", "c0ffee"]
+    completed = subprocess.run([*command, *flags], cwd=ROOT, capture_output=True, text=True, timeout=400)
+    return completed, out
+
+
+@pytest.fixture(scope="module")
+def backbone(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("backbone") / "tiny"
+    model, tokenizer = build_tiny_encoder(folder)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def dialogues(tmp_path_factory) -> Path:
+    """A data folder with DailyDialog-format dialogues only."""
+    data = tmp_path_factory.mktemp("dialogues") / "data"
+    write_dailydialog(data / "dailydialog")
+    return data
+
+
+@pytest.fixture(scope="module")
+def rehearsal(tmp_path_factory, backbone, dialogues):
+    """One whole run with --bring-weights: its process, --out, --work and how long it took."""
+    if not ZHAO.is_file():
+        pytest.skip(f"no {ZHAO}: the rehearsal's judgment set is a slice of it")
+    tmp_path = tmp_path_factory.mktemp("rehearsal")
+    data = tmp_path / "data"
+    shutil.copytree(dialogues, data)
+    (data / "zhao2020").mkdir()
+    (data / "zhao2020" / ZHAO.name).write_text("".join(ZHAO.read_text(encoding="utf-8").splitlines(True)[:60]))
+    started = time.monotonic()
+    completed, out = device_train_command(
+        tmp_path, backbone, data, "--deadline-s", "300", "--bring-weights", *TINY_FORMAT
+    )
+    return completed, out, tmp_path / "work", time.monotonic() - started
+
+
+def statuses(out: Path) -> dict:
+    return {name: section["status"] for name, section in json.loads((out / REPORT).read_text())["sections"].items()}
+
+
+def test_every_stage_runs_in_order_inside_the_deadline_and_the_command_exits_0(rehearsal):
+    completed, out, _, seconds = rehearsal
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    report = json.loads((out / REPORT).read_text())
+    assert report["finished"] and report["recipe"] == "paper" and not report["dry_run"]
+    assert statuses(out) == dict.fromkeys(SECTIONS, "measured")
+    assert report["elapsed_s"] <= 300 and seconds < 300 + 30
+    assert report["sections"]["versions"]["commit"] == "c0ffee"
+
+
+def test_the_run_takes_the_tiny_schedule_and_fits_every_training_gold(rehearsal):
+    from density_train.loop.run_log import read_log
+
+    sections = json.loads((rehearsal[1] / REPORT).read_text())["sections"]
+    train = sections["train"]
+    assert (
+        train["train"]["exit_code"] == 0
+        and "--epochs 10" in train["command"]
+        and "--epochs 2" in train["command"]
+        and "--batch-size 4" in train["command"]
+    )
+    assert train["steps_taken"] == 20 and train["contexts_seen"] == 20 * 4 and train["contexts_per_s"] > 0
+    assert [evaluation["epoch"] for evaluation in train["evaluations"]] == [0, 1]  # one after each epoch
+    log = read_log(rehearsal[2] / "training" / "run" / "log.jsonl")
+    assert [r["recall_at_1"] for r in log if r["type"] == "eval"] == [e["recall_at_1"] for e in train["evaluations"]]
+    assert "zhao_dev_spearman" in train["evaluations"][0]  # the dev Spearman, logged with --dev-judgments
+    fit = sections["fit"]
+    assert (
+        fit["by"].startswith("python -m train train")
+        and fit["train_pairs"] == train["train"]["printed"]["fit"]["train_pairs"]
+    )
+    assert fit["train_pairs"] >= 200  # --limit 240 of the tiny corpus's pairs: every one of them, no --fit-pairs
+
+
+def test_the_meta_evaluation_summary_is_the_reports_and_its_files_come_back(rehearsal, tmp_path):
+    import tarfile
+
+    _, out, _, _ = rehearsal
+    summary = json.loads((out / REPORT).read_text())["sections"]["human_correlation"]
+    with tarfile.open(out / TRAINING_TAR) as tar:
+        tar.extractall(tmp_path, filter="data")
+    report = json.loads((tmp_path / "meta" / "human_correlation" / "human_correlation.json").read_text())
+    zhao = report["sets"]["dailydialog_zhao"]
+    for protocol in ("full", "paper", "dev"):
+        assert summary["sets"]["dailydialog_zhao"][protocol]["spearman"] == round(
+            zhao[protocol]["DEnsity"]["spearman"], 2
+        )
+    echo = report["probes"]["accuracy"]["echo"]["DEnsity"]
+    assert summary["probe_floors"]["echo"] == {"share": echo, "floor": 0.95}
+    assert summary["probes_hold"] == (
+        echo >= 0.95 and report["probes"]["accuracy"]["speaker_confused"]["DEnsity"] >= 0.92
+    )
+    assert (tmp_path / "meta" / "human_correlation" / "scores.safetensors").is_file()  # for paired tests here
+    assert (tmp_path / "meta" / "corpus_probes" / "corpus_probes.json").is_file()
+    assert (tmp_path / "run" / "log.jsonl").is_file() and (tmp_path / "train.out").is_file()
+
+
+def test_what_comes_back_fits_and_the_parts_reassemble_to_the_checkpoint(rehearsal, tmp_path):
+    from density_metric import DensityScorer
+
+    _, out, work, _ = rehearsal
+    returned = [path for path in out.rglob("*") if path.is_file()]
+    assert len(returned) <= RETURNED_FILES and all(path.parent == out for path in returned)
+    assert all(path.stat().st_size <= 16 * 2**20 for path in returned)
+    fitted = (work / "training" / "run" / "checkpoint" / WEIGHTS).read_bytes()
+    whole = (out / SUMS).read_text().splitlines()[0].split()
+    assert whole == [hashlib.sha256(fitted).hexdigest(), WEIGHTS]
+    assert main(["reassemble", str(out), str(tmp_path)]) == 0
+    checkpoint = tmp_path / "run" / "checkpoint"
+    assert (checkpoint / WEIGHTS).read_bytes() == fitted
+    assert DensityScorer(str(checkpoint), device="cpu").score([["hi how are you"]], ["fine"]).scores.shape == (1,)
+
+
+def test_a_run_stopped_by_its_guard_is_fitted_and_a_failing_stage_does_not_stop_the_next(tmp_path, backbone, dialogues):
+    """The guard stops the run after its first step: fit fits its kept model. With no judgment set in --data-dir the
+    meta-evaluation fails, and the corpus probes and the weights still run."""
+    completed, out = device_train_command(
+        tmp_path,
+        backbone,
+        dialogues,
+        "--deadline-s",
+        "200",
+        "--train-minutes",
+        "0.00001",
+        "--bring-weights",
+        *TINY_FORMAT,
+    )
+    assert completed.returncode == 1, completed.stderr[-3000:]
+    found = statuses(out)
+    assert found["train"].startswith("stopped: its --max-minutes guard, at step 1")
+    assert found["fit"] == "measured" and found["human_correlation"].startswith("failed: RuntimeError")
+    assert found["corpus_probes"] == found["weights"] == "measured"
+    fit = json.loads((out / REPORT).read_text())["sections"]["fit"]
+    assert fit["fit"]["exit_code"] == 0 and fit["by"] in (
+        "python -m train fit of best/",
+        "python -m train fit of state/",
+    )
+
+
+def test_the_real_scale_commands_parse_with_trains_own_parser(backbone, tiny_mean_pooled_checkpoint, tmp_path):
+    for recipe in RECIPES:
+        start = backbone if RECIPES[recipe].starts_from == "backbone" else tiny_mean_pooled_checkpoint
+        args = parse_args([recipe, "--out", str(tmp_path), "--start", str(start)])
+        argv = train_argv(args, tmp_path / "run", 5.0)
+        parsed = parsed_train_args(argv)  # every flag exists today
+        assert "--limit" not in argv and parsed.limit in (0, None) and parsed.max_minutes == 5.0
+        if recipe == "release":
+            assert parsed.init_from == str(start) and parsed.max_steps_per_epoch == 3800 and parsed.batch_size == 8
+        else:
+            assert (
+                parsed.epochs == 10
+                and parsed.max_steps_per_epoch == 0
+                and parsed.lr == 5e-5
+                and parsed.lr_scaling == {"paper": "none", "paper-64": "sqrt"}[recipe]
+            )
+            assert scaled_lr(parsed.lr, parsed.batch_size, parsed.lr_scaling) == pytest.approx(
+                {"paper": 5e-5, "paper-64": 1e-4}[recipe]
+            )
+            assert parsed.batch_size == {"paper": 16, "paper-64": 64}[recipe] and parsed.backbone == str(start)
+    args = parse_args(["paper", "--out", str(tmp_path), "--", "--no-such-flag"])
+    with pytest.raises(ValueError, match="unrecognized arguments: --no-such-flag"):
+        parsed_train_args(train_argv(args, tmp_path / "run", 5.0))
+    args = parse_args(["paper", "--out", str(tmp_path), "--", "--epochs", "ten"])  # the subcommand's own error
+    with pytest.raises(ValueError, match="argument --epochs: invalid int value: 'ten'"):
+        parsed_train_args(train_argv(args, tmp_path / "run", 5.0))
+
+
+def test_a_dry_run_at_device_scale_records_every_command_and_runs_none(backbone, tmp_path):
+    if not (ROOT.parent / "shared" / "data" / "dailydialog").is_dir():
+        pytest.skip("no ../shared/data/dailydialog")
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "benchmarks.device_train", "paper", "--dry-run", "--start", str(backbone)]
+    command += ["--data-dir", str(ROOT.parent / "shared" / "data"), "--out", str(out), "--work", str(tmp_path / "w")]
+    completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    sections = json.loads((out / REPORT).read_text())["sections"]
+    assert sections["versions"]["status"] == "measured"
+    assert {name: sections[name]["status"].split(" (")[0] for name in list(SECTIONS)[1:-1]} == dict.fromkeys(
+        list(SECTIONS)[1:-1], "skipped: dry run"
+    )
+    assert "--epochs 10" in sections["train"]["command"] and "--max-steps-per-epoch" not in sections["train"]["command"]
+    assert (
+        "--dev-judgments" in sections["train"]["command"]
+        and "--protocols full paper dev" in sections["human_correlation"]["command"]
+    )
+    assert not (tmp_path / "w" / "training").exists() and not list(out.glob(f"{WEIGHTS}.part*"))
+
+
+def test_each_later_section_has_its_seconds_before_the_deadline_and_training_the_rest(tmp_path):
+    args = parse_args(["paper", "--out", str(tmp_path), "--deadline-s", "540"])
+    run = device_train.TrainRun(args, 100.0, {}, tmp_path)
+    ends = section_ends(run)
+    assert ends["weights"] == ends["versions"] == 640.0
+    assert ends["corpus_probes"] == 640.0 - args.weights_s
+    assert ends["human_correlation"] == ends["corpus_probes"] - args.corpus_probes_s
+    assert ends["fit"] == ends["human_correlation"] - args.human_correlation_s
+    assert ends["train"] == ends["fit"] - args.fit_s == 640.0 - 175.0
+
+
+def test_a_failing_section_is_recorded_and_the_next_one_runs(tmp_path):
+    def fails(run, result, ends):
+        result["partial"] = 1
+        raise ValueError("broken")
+
+    def measures(run, result, ends):
+        result["value"] = 2
+
+    def too_long(run, result, ends):
+        time.sleep(5)
+
+    args = parse_args(["paper", "--out", str(tmp_path), "--deadline-s", "60"])
+    missing_packages()  # its imports done before the clocks start
+    run = SectionRun(args, time.monotonic(), {"sections": {"a": {}, "b": {}, "c": {}, "d": {}}}, tmp_path)
+    try:
+        run_sections(
+            run,
+            {
+                "a": (fails, run.at(1)),
+                "b": (too_long, time.monotonic() + 2.5),
+                "c": (measures, run.at(1)),
+                "d": (measures, time.monotonic()),
+            },
+        )
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    sections = json.loads((tmp_path / SectionRun.report_file).read_text())["sections"]
+    assert sections["a"]["status"] == "failed: ValueError: broken" and sections["a"]["partial"] == 1
+    assert sections["b"]["status"].startswith("stopped: deadline") and sections["b"]["seconds"] < 4
+    assert sections["c"] == {"status": "measured", "value": 2, "seconds": sections["c"]["seconds"]}
+    assert sections["d"]["status"].startswith("skipped: deadline")
+
+
+def test_the_weights_come_back_with_a_ship_precheck_only_where_the_evaluation_passes_it(tmp_path):
+    from benchmarks.device_train import TrainRun, weights
+
+    def section(dev: float, holds: bool, *flags: str) -> tuple[str | None, dict]:
+        args = parse_args(["paper", "--out", str(tmp_path), "--bring-weights", *flags])
+        evaluation = {"sets": {"dailydialog_zhao": {"dev": {"spearman": dev}}}, "probes_hold": holds}
+        run = TrainRun(args, time.monotonic(), {"sections": {"human_correlation": evaluation}}, tmp_path / "work")
+        (run.checkpoint).mkdir(parents=True, exist_ok=True)
+        (run.checkpoint / WEIGHTS).write_bytes(b"weights")
+        result = {}
+        return weights(run, result, time.monotonic() + 10), result
+
+    for dev, holds in ((55.0, True), (57.0, False)):
+        status, result = section(dev, holds, "--ship-dev-spearman", "55.82")
+        assert status.startswith("skipped: the evaluation does not pass") and not list(tmp_path.glob(f"{WEIGHTS}.*"))
+        assert result["ship_precheck"] == {"dev_spearman": dev, "to_beat": 55.82, "probes_hold": holds, "passes": False}
+    status, result = section(57.0, True, "--ship-dev-spearman", "55.82")
+    assert status is None and result["ship_precheck"]["passes"] and result["parts"] == 1
+    assert (tmp_path / f"{WEIGHTS}.part0").read_bytes() == b"weights"
+    status, result = section(0.0, False)  # no pre-check asked: the weights come back
+    assert status is None and result["parts"] == 1
