@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import string
 
 import numpy as np
@@ -9,6 +10,17 @@ import torch
 
 WORDS = "hi hello how are you fine thanks what do the a is it to and i good day weather nice".split()
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+@contextlib.contextmanager
+def one_thread():
+    """torch on one thread inside the block (a training whose result a test pins), the worker's count restored after."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def tiny_vocab() -> list[str]:

@@ -12,7 +12,7 @@ import torch
 from benchmarks.baselines import available_columns, bert_ruber, load_columns, maude
 from benchmarks.baselines.common import WEIGHTS_FILE
 
-from ..tiny import WORDS, build_tiny_encoder
+from ..tiny import WORDS, build_tiny_encoder, one_thread
 
 TOPICS = ["weather", "day", "good", "nice", "fine", "thanks", "hello", "what"]
 FILLER = ["the", "a", "is", "it", "to", "and", "i", "do", "you", "are", "how"]
@@ -70,11 +70,11 @@ def held_out_accuracy(columns, corpus, column: str) -> float:
 
 @pytest.fixture(scope="module")
 def ruber(tiny_encoder, corpus, tmp_path_factory):
-    torch.set_num_threads(1)
     out = tmp_path_factory.mktemp("bert_ruber")
-    report = bert_ruber.train(
-        out, data_dir=corpus, encoder=tiny_encoder, epochs=30, patience=10, batch_size=64, lr=3e-3
-    )
+    with one_thread():
+        report = bert_ruber.train(
+            out, data_dir=corpus, encoder=tiny_encoder, epochs=30, patience=10, batch_size=64, lr=3e-3
+        )
     return out, report
 
 
@@ -252,19 +252,19 @@ def test_maude_loss_matches_a_loop_over_every_pair():
 
 @pytest.fixture(scope="module")
 def maude_weights(tiny_encoder, corpus, tmp_path_factory):
-    torch.set_num_threads(1)
     out = tmp_path_factory.mktemp("maude")
-    report = maude.train(
-        out,
-        data_dir=corpus,
-        encoder=tiny_encoder,
-        epochs=20,
-        patience=5,
-        batch_size=64,
-        lr=1e-2,
-        down_dim=64,
-        decoder_hidden=64,
-    )
+    with one_thread():
+        report = maude.train(
+            out,
+            data_dir=corpus,
+            encoder=tiny_encoder,
+            epochs=20,
+            patience=5,
+            batch_size=64,
+            lr=1e-2,
+            down_dim=64,
+            decoder_hidden=64,
+        )
     return out, report
 
 

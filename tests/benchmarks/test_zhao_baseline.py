@@ -6,14 +6,13 @@ import json
 
 import numpy as np
 import pytest
-import torch
 from safetensors.torch import load_file, save_file
 from scipy.stats import spearmanr
 
 from benchmarks.baselines import zhao
 from density_train.data.judgments import apply_protocol, load_sets
 
-from ..tiny import WORDS
+from ..tiny import WORDS, one_thread
 
 
 def synthetic_zhao(n: int, seed: int) -> list[dict]:
@@ -52,18 +51,18 @@ def zhao_data(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def trained(tiny_checkpoint, zhao_data, tmp_path_factory):
-    torch.set_num_threads(1)
     out = tmp_path_factory.mktemp("zhao_weights")
-    report = zhao.train(
-        out,
-        data_dir=zhao_data,
-        checkpoint=str(tiny_checkpoint),
-        epochs=60,
-        patience=15,
-        layer_lr=1e-3,
-        head_lr=3e-3,
-        seed=0,
-    )
+    with one_thread():
+        report = zhao.train(
+            out,
+            data_dir=zhao_data,
+            checkpoint=str(tiny_checkpoint),
+            epochs=60,
+            patience=15,
+            layer_lr=1e-3,
+            head_lr=3e-3,
+            seed=0,
+        )
     return out, report
 
 
