@@ -7,7 +7,10 @@ set -euo pipefail
 INIT_FROM=density_metric/default MINUTES=${MINUTES:-30}
 source results/experiments/anchor-and-overlap-rows/recipe.sh  # COMMON: the shipped fine-tune recipe (STEPS=400)
 declare -A ARM=([A]="--copy-mix echo:1,speaker:2" [B]="--copy-mix echo:1,speaker:2,bland:1 --density-copies 5")
-for arm in "${@:-A B}"; do
+arms=("$@")
+[ ${#arms[@]} -gt 0 ] || arms=(A B)
+mkdir -p runs/bland-69
+for arm in "${arms[@]}"; do
   out=runs/bland-69/${arm}51
   # shellcheck disable=SC2086
   python -m train train "${COMMON[@]}" --anchor-weight 1 --overlap-rows 6 --seed 51 --negatives-seed 51 \
