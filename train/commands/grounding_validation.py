@@ -10,6 +10,7 @@ import numpy as np
 
 from density_metric.errors import fail
 
+from ..arguments import check_at_least
 from ..evaluation.grounding_validation import (
     DEFAULT_DISTRACTORS,
     DEFAULT_FILE,
@@ -48,8 +49,11 @@ def add_grounding_validation_arguments(parser) -> None:
 
 def grounding_validation_command(args) -> None:
     """Score the seeded ConvAI2 set with ``--checkpoint`` and print (and ``--out``: write) its signals."""
-    if args.n < 1 or args.distractors < 0:
-        fail(f"--n must be at least 1 and --distractors at least 0, got {args.n} and {args.distractors}")
+    try:
+        check_at_least("--n", args.n, 1)
+        check_at_least("--distractors", args.distractors, 0)
+    except ValueError as err:
+        fail(str(err))
     try:
         data = GroundingSet.load(args.data, args.n, args.seed, args.distractors)
     except OSError as err:
