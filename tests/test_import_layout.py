@@ -49,35 +49,36 @@ def type_checking_nodes(tree: ast.AST) -> set[ast.AST]:
     return found
 
 
-def train_arrows() -> list[tuple[str, str, int]]:
-    """(file, imported part, line) for every run-time import between two of train/'s parts."""
+def train_arrows() -> list[tuple[str, str, str, int]]:
+    """(file, its part, imported part, line) for every run-time import between two of train/'s parts."""
     arrows = []
     for path in sorted(TRAIN.rglob("*.py")):
         parts = path.relative_to(TRAIN).with_suffix("").parts
+        file, source = str(path.relative_to(TRAIN)), parts[0]
         tree = ast.parse(path.read_text(encoding="utf-8"))
         skipped = type_checking_nodes(tree)
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.level and node not in skipped:
-                target = [*parts[:-1]][: len(parts) - node.level] + (node.module or "").split(".")
-                arrows.append((str(path.relative_to(TRAIN)), target[0], node.lineno))
-            elif isinstance(node, (ast.Import, ast.ImportFrom)) and node not in skipped:
+            if node in skipped:
+                continue
+            if isinstance(node, ast.ImportFrom) and node.level:
+                target = list(parts[:-1])[: len(parts) - node.level] + (node.module or "").split(".")
+                arrows.append((file, source, target[0], node.lineno))
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module]
                 for name in names:
                     if name.split(".")[0] in ("train", "density_train") and name.count("."):
-                        arrows.append((str(path.relative_to(TRAIN)), name.split(".")[1], node.lineno))
+                        arrows.append((file, source, name.split(".")[1], node.lineno))
     return arrows
 
 
 def test_train_parts_import_only_the_parts_below_them():
     arrows = train_arrows()
-    assert any(file == "commands/train.py" and part == "loop" for file, part, _ in arrows)  # the walk sees imports
+    assert any(file == "commands/train.py" and part == "loop" for file, _, part, _ in arrows)  # the walk sees imports
     rank = {part: i for i, part in enumerate(TRAIN_LAYERS)}
     upward = [
         (file, part, line)
-        for file, part, line in arrows
-        if file.split("/")[0].removesuffix(".py") in rank
-        and part in rank
-        and rank[part] > rank[file.split("/")[0].removesuffix(".py")]
+        for file, source, part, line in arrows
+        if source in rank and part in rank and rank[part] > rank[source]
     ]
     assert upward == []
     assert {path.stem if path.parent == TRAIN else path.parent.name for path in TRAIN.rglob("*.py")} == {
@@ -90,17 +91,19 @@ def test_train_parts_import_only_the_parts_below_them():
 def test_the_project_imports_the_training_package_by_one_name():
     """density_train, installed and in a checkout: nothing imports train.<module>, which would load a second copy."""
     root = PACKAGE.parent
+    paths = [root / "app.py"]
+    paths += [
+        path
+        for folder in ("density_metric", "train", "benchmarks", "tests", "results")
+        for path in (root / folder).rglob("*.py")
+    ]
     offenders = []
-    for folder in ("density_metric", "train", "benchmarks", "tests", "results"):
-        for path in (root / folder).rglob("*.py"):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                names = []
-                if isinstance(node, ast.Import):
-                    names = [alias.name for alias in node.names]
-                elif isinstance(node, ast.ImportFrom) and not node.level:
-                    names = [node.module or ""]
-                offenders += [
-                    f"{path.relative_to(root)}:{node.lineno}" for name in names if name.split(".")[0] == "train"
-                ]
-    offenders += [str(path.relative_to(root)) for path in [root / "app.py"] if "from train" in path.read_text()]
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            offenders += [f"{path.relative_to(root)}:{node.lineno}" for name in names if name.split(".")[0] == "train"]
     assert offenders == []
