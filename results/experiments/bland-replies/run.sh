@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Issue 69 (PLAN.md and its addenda): arms A (control) and B (bland) of the plan on the data orders in ORDERS
+# (default 51 52 53 54), from the bundled model as committed, each run's own evaluation (500 validation pairs,
+# Gaussian of 3,000 training golds, DailyDialog-Zhao dev) with the bland validation kind in both arms. No weights are
+# kept: each run's log, bland list, report and card are copied to logs/ARM+ORDER beside this file as it ends (order
+# 51's first runs are in pilot51/: ORDERS=51 bash run.sh A B). An order not started before DEADLINE (HH:MM UTC, if
+# set) is skipped. Alone on the CPU: setsid nohup bash results/experiments/bland-replies/run.sh A > runs/bland-69.log 2>&1 &
+set -euo pipefail
+INIT_FROM=density_metric/default MINUTES=${MINUTES:-30}
+source results/experiments/anchor-and-overlap-rows/recipe.sh  # COMMON: the shipped fine-tune recipe (STEPS=400)
+declare -A ARM=([A]="--copy-mix echo:1,speaker:2" [B]="--copy-mix echo:1,speaker:2,bland:1 --density-copies 5")
+here=results/experiments/bland-replies
+arms=("$@")
+[ ${#arms[@]} -gt 0 ] || arms=(A B)
+mkdir -p runs/bland-69
+for arm in "${arms[@]}"; do
+  for order in ${ORDERS:-51 52 53 54}; do
+    out=runs/bland-69/$arm$order
+    if [ -f "$out/checkpoint/density_config.json" ]; then echo "$arm$order: trained already"; continue; fi
+    if [ -n "${DEADLINE:-}" ] && [[ $(date -u +%H:%M) > $DEADLINE ]]; then echo "$arm$order not started: past $DEADLINE"; exit 1; fi
+    echo "== $arm$order, $(date -u +%H:%M:%S)"
+    # shellcheck disable=SC2086
+    python -m train train "${COMMON[@]}" --anchor-weight 1 --overlap-rows 6 --seed "$order" --negatives-seed "$order" \
+      --validation-kinds random,echo,speaker,repeat,earlier,span,bland ${ARM[$arm]} --out "$out" \
+      > "$out.out" 2> "$out.err" || { echo "$arm$order failed: see $out.err"; exit 1; }
+    logs=$here/logs/$arm$order
+    mkdir -p "$logs"
+    cp "$out/log.jsonl" "$out/bland_list.md" "$logs/"
+    cp "$out/checkpoint/README.md" "$logs/card.md"
+    cp "$out.out" "$logs/report.json"
+  done
+done
+echo "== done, $(date -u +%H:%M:%S)"
