@@ -11,7 +11,6 @@ import contextlib
 import functools
 import json
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from ..comparison.result import TESTS
 from ..comparison.significance import DEFAULT_RESAMPLES, DEFAULT_SEED, DEFAULT_TRIALS
 from ..comparison.systems import compare_tables, read_system
 from ..errors import fail, read_or_fail
-from ..io.outputs import check_output_path, output_target, same_file, temporary_path
+from ..io.outputs import check_output_path, same_file, write_text
 from ..io.tables import FORMATS
 from ..signature import SCORE_DEFINING_WORDS
 from .options import add_field_options, add_scorer_options, argparse_positive_int, scorer_of
@@ -189,13 +188,5 @@ def _is_report(path: Path) -> bool:
 
 
 def write_json(path: Path, value: dict[str, Any]) -> None:
-    """Write ``value`` as JSON to a temporary file beside ``path``, then rename it: never a partial file.
-    As ``write_records``: the parent directory is created, and a symlink at ``path`` is written through."""
-    target = output_target(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = temporary_path(target)
-    try:
-        temporary.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
-        os.replace(temporary, target)
-    finally:
-        temporary.unlink(missing_ok=True)
+    """``value`` as indented JSON into ``path``, whole or not at all (:func:`density_metric.io.outputs.write_text`)."""
+    write_text(path, json.dumps(value, indent=2) + "\n")

@@ -4,14 +4,18 @@ can be written.
 An earlier output is never removed up front: every writer writes a temporary file beside the target and
 renames it over the target when complete, so a run that fails or is stopped leaves the earlier file as it was.
 
-Used by :mod:`density_metric.io.tables` (``write_records``, ``check_writable``) and the command line.
+:func:`replacing` is that one writer: :mod:`density_metric.io.tables` (``write_records``), ``compare --json``
+and the device commands' reports and tars go through it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any
 
 
 def output_target(path: str | Path) -> Path:
@@ -66,3 +70,31 @@ def sync(handle) -> None:
     """Flush to the disk before the rename, so that a crash cannot leave a renamed but empty file."""
     handle.flush()
     os.fsync(handle.fileno())
+
+
+@contextlib.contextmanager
+def replacing(path: str | Path, mode: str = "x", **open_args: Any) -> Iterator[IO[Any]]:
+    """A handle on a new hidden file beside ``path`` (``mode`` ``"x"`` or ``"xb"``, ``open_args`` as
+    :func:`open`'s), renamed over ``path`` once the block ends without an exception: a reader or a kill sees
+    the earlier file or the whole new one, never a part. The parent directory is created; a symlink at ``path``
+    is written through (:func:`output_target`). On any exception, Ctrl-C included, the hidden file is removed
+    and the earlier file stays as it was."""
+    if mode not in ("x", "xb"):
+        raise ValueError(f"mode must be 'x' or 'xb', got {mode!r}")
+    target = output_target(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = temporary_path(target)
+    try:
+        with open(temporary, mode, **open_args) as handle:
+            yield handle
+            sync(handle)
+        os.replace(temporary, target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """``text`` (UTF-8) into ``path``, whole or not at all (:func:`replacing`)."""
+    with replacing(path, encoding="utf-8") as handle:
+        handle.write(text)

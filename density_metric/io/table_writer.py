@@ -31,13 +31,12 @@ import csv
 import io
 import json
 import math
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .inputs import SURROGATE
-from .outputs import check_output_path, output_target, sync, temporary_path
+from .outputs import check_output_path, replacing
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -174,34 +173,24 @@ def write_records(path: str | Path, fmt: str, records: Sequence[dict[str, Any]],
     once complete (:func:`os.replace`); on any exception, Ctrl-C included, it is removed.
     """
     check_format(fmt, path)
-    path = output_target(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = temporary_path(path)
-    try:
-        if fmt == "parquet":
-            import pyarrow.parquet as pq
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
 
-            table = arrow_table(records, columns)
-            with open(temporary, "xb") as handle:
-                pq.write_table(table, handle)
-                sync(handle)
+        table = arrow_table(records, columns)
+        with replacing(path, "xb") as handle:
+            pq.write_table(table, handle)
+        return
+    with replacing(path, encoding="utf-8", newline="") as handle:
+        if fmt == "jsonl":
+            for record in records:
+                handle.write(_json_text(record) + "\n")
         else:
-            with open(temporary, "x", encoding="utf-8", newline="") as handle:
-                if fmt == "jsonl":
-                    for record in records:
-                        handle.write(_json_text(record) + "\n")
+            names = _column_names(records, columns)
+            writer = csv.DictWriter(handle, fieldnames=names)
+            writer.writeheader()
+            for record in records:
+                cells = {key: _csv_cell(value) for key, value in record.items()}
+                if any(cell == "" and isinstance(cell, str) for cell in cells.values()):
+                    handle.write(_csv_line(names, cells))
                 else:
-                    names = _column_names(records, columns)
-                    writer = csv.DictWriter(handle, fieldnames=names)
-                    writer.writeheader()
-                    for record in records:
-                        cells = {key: _csv_cell(value) for key, value in record.items()}
-                        if any(cell == "" and isinstance(cell, str) for cell in cells.values()):
-                            handle.write(_csv_line(names, cells))
-                        else:
-                            writer.writerow(cells)
-                sync(handle)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+                    writer.writerow(cells)
