@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from density_metric.errors import fail
+from density_metric.io.outputs import write_text
 
-from ..arguments import check_at_least
+from ..arguments import check_at_least, check_out
 from ..evaluation.grounding_validation import (
     DEFAULT_DISTRACTORS,
     DEFAULT_FILE,
@@ -52,6 +53,8 @@ def grounding_validation_command(args) -> None:
     try:
         check_at_least("--n", args.n, 1)
         check_at_least("--distractors", args.distractors, 0)
+        if args.out:
+            check_out(args.out, file=True)
     except ValueError as err:
         fail(str(err))
     try:
@@ -84,5 +87,4 @@ def grounding_validation_command(args) -> None:
     text = json.dumps(report, indent=2)
     print(text)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n", encoding="utf-8")
+        write_text(args.out, text + "\n")

@@ -133,6 +133,18 @@ def test_cli_names_a_missing_data_file_in_one_error_line(tmp_path, capsys):
     assert not (tmp_path / "r.json").exists()
 
 
+@pytest.mark.parametrize("bad", ["folder", "below_a_file"])
+def test_cli_refuses_an_out_it_cannot_write_before_it_reads_anything(tmp_path, capsys, bad):
+    """--out is checked first: the missing --data is never reached, so the one error line is about --out."""
+    (tmp_path / "a_file").write_text("")
+    out = tmp_path if bad == "folder" else tmp_path / "a_file" / "r.json"
+    with pytest.raises(SystemExit) as stop:
+        main(["--data", str(tmp_path / "nowhere.txt"), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith(f"error: --out {out}: "), err
+    assert ("a folder" if bad == "folder" else "is a file, not a folder") in err
+
+
 def test_cli_keep_lines_scores_the_contexts_with_their_lines_kept(convai2_file, tiny_checkpoint, tmp_path):
     from density_metric import DensityScorer
 
