@@ -3,13 +3,12 @@
 import json
 import os
 import subprocess
-import sys
 
 import numpy as np
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from ..ports import free_port
+from ..ports import torchrun
 from ..tiny import synthetic_pairs
 
 N_ROWS = 7  # odd, so the two shards differ in size
@@ -46,28 +45,21 @@ def test_cli_under_torchrun_writes_all_rows_once(tiny_checkpoint, tiny_scorer, t
     contexts, responses = synthetic_pairs(N_ROWS, seed=21)
     rows = [{"context": c, "response": r} for c, r in zip(contexts, responses)]
     (tmp_path / "in.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--nproc_per_node",
-        "2",
-        "--master_port",
-        str(free_port()),
+    command = torchrun(
         "-m",
         "density_metric",
         "score",
-        str(tmp_path / "in.jsonl"),
+        tmp_path / "in.jsonl",
         "-o",
-        str(tmp_path / "out.jsonl"),
+        tmp_path / "out.jsonl",
         "--checkpoint",
-        str(tiny_checkpoint),
+        tiny_checkpoint,
         "--device",
         "cpu",
         "--dtype",
         "float32",
         "--no-progress",
-    ]
+    )
     run = subprocess.run(
         command, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"}
     )

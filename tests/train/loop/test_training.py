@@ -19,7 +19,7 @@ from density_train.data.examples import SelectionData
 from density_train.evaluation.evaluators import KindAUCs, encode_groups
 from density_train.loop.trainer import Trainer
 
-from ...ports import free_port
+from ...ports import torchrun
 from ...tiny import WORDS
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -153,18 +153,7 @@ def test_two_processes_take_the_same_steps_as_one_process_accumulating_two(backb
         [sys.executable, str(script), "2", str(tmp_path / "one")], env=env, capture_output=True, text=True, timeout=600
     )
     assert single.returncode == 0, single.stderr
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--nproc_per_node",
-        "2",
-        "--master_port",
-        str(free_port()),
-        str(script),
-        "1",
-        str(tmp_path / "two"),
-    ]
+    command = torchrun(script, 1, tmp_path / "two")
     double = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert double.returncode == 0, double.stderr
     one, two = read_log(tmp_path / "one"), read_log(tmp_path / "two")
