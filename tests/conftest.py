@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 
 # Every Hugging Face cache the tests touch (evaluate's and datasets' caches and their .arrow.lock files, the module
@@ -43,6 +44,20 @@ from .tiny import build_tiny_encoder, synthetic_pairs  # noqa: E402
 
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(HF_HOME, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def fresh_accelerate_state():
+    """Each test starts with no Accelerate state. Accelerate keeps one state a process: the first Accelerator's
+    mixed precision holds for every later test in the worker, and one that asks for another is refused
+    ("AcceleratorState has already been initialized"). "auto" is bf16 on a CPU with native bf16 and "no" on one
+    without, so which tests met that depended on the machine."""
+    yield
+    if "accelerate.state" in sys.modules:
+        from accelerate.state import AcceleratorState, GradientState
+
+        AcceleratorState._reset_state(reset_partial_state=True)
+        GradientState._reset_state()
 
 
 def build_tiny_checkpoint(directory, pair_format: PairFormat):

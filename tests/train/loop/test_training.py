@@ -38,7 +38,10 @@ def synthetic_dialogues(n, seed):
 
 
 def config_for(backbone, **overrides):
+    """A tiny recipe over ``backbone``, float32 on every machine ("auto" would train in bf16 on a CPU with native
+    bf16 only: the numbers the tests compare would depend on the CPU); a test that wants bf16 says so."""
     base = dict(
+        mixed_precision="no",
         backbone=str(backbone),
         negatives=3,
         epochs=2,
