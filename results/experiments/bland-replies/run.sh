@@ -4,7 +4,7 @@
 # Gaussian of 3,000 training golds, DailyDialog-Zhao dev) with the bland validation kind in both arms. No weights are
 # kept: each run's log, bland list, report and card are copied to logs/ARM+ORDER beside this file as it ends (order
 # 51's first runs are in pilot51/: ORDERS=51 bash run.sh A B). An order not started before DEADLINE (HH:MM UTC, if
-# set) is skipped. Alone on the CPU: setsid nohup bash results/experiments/bland-replies/run.sh A > runs/bland-69.log 2>&1 &
+# set) is skipped; EXTRA (flags) follows the arm's flags, and a repeated flag's last value wins. Alone on the CPU: setsid nohup bash results/experiments/bland-replies/run.sh A > runs/bland-69.log 2>&1 &
 set -euo pipefail
 INIT_FROM=density_metric/default MINUTES=${MINUTES:-30}
 source results/experiments/anchor-and-overlap-rows/recipe.sh  # COMMON: the shipped fine-tune recipe (STEPS=400)
@@ -21,7 +21,7 @@ for arm in "${arms[@]}"; do
     echo "== $arm$order, $(date -u +%H:%M:%S)"
     # shellcheck disable=SC2086
     python -m train train "${COMMON[@]}" --anchor-weight 1 --overlap-rows 6 --seed "$order" --negatives-seed "$order" \
-      --validation-kinds random,echo,speaker,repeat,earlier,span,bland ${ARM[$arm]} --out "$out" \
+      --validation-kinds random,echo,speaker,repeat,earlier,span,bland ${ARM[$arm]} ${EXTRA:-} --out "$out" \
       > "$out.out" 2> "$out.err" || { echo "$arm$order failed: see $out.err"; exit 1; }
     logs=$here/logs/$arm$order
     mkdir -p "$logs"
