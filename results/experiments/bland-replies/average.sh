@@ -5,21 +5,11 @@
 # judged/ARM-average/log.jsonl beside this file; the averaged weights stay in runs/bland-69/ARM-average (never
 # committed). Usage: bash results/experiments/bland-replies/average.sh ARM
 set -euo pipefail
+source results/experiments/fine-tune-soups/common.sh  # running_mean
 arm=${1:?usage: average.sh ARM}
 here=results/experiments/bland-replies out=runs/bland-69/$arm-average
 read -r -a orders <<< "${ORDERS:-51 52 53 54}"
-mean=runs/bland-69/$arm${orders[0]}/checkpoint k=1
-mkdir -p "$out"
-for order in "${orders[@]:1}"; do
-  k=$((k + 1))
-  rm -rf "$out/mean$k"
-  python -m train interpolate "$mean" "runs/bland-69/$arm$order/checkpoint" --weight "$(python -c "print(1 / $k)")" \
-    --out "$out/mean$k"
-  mean=$out/mean$k
-done
-rm -rf "$out/start"
-mv "$mean" "$out/start"
-rm -rf "$out"/mean*
+running_mean "$out" $(printf "runs/bland-69/$arm%s/checkpoint " "${orders[@]}")
 echo "== $arm-average judged, $(date -u +%H:%M:%S)"
 SEED=43 KINDS=random,echo,speaker,repeat,earlier,span,bland bash results/experiments/judge_at_start.sh "$out/start" "$out"
 mkdir -p "$here/judged/$arm-average"

@@ -26,3 +26,21 @@ fit_and_test() {
     --untuned-checkpoint benchmarks/untuned-minilm --protocols full paper dev --out "$3"
   echo "== done, $(date -u +%H:%M:%S)"
 }
+
+# running_mean OUT CHECKPOINT CHECKPOINT [...]: the uniform average of the checkpoints into OUT/start (an encoder
+# folder, no Gaussian: judge or fit it next), as a running mean: the k-th enters with weight 1/k
+# (`python -m train interpolate`); OUT's intermediate means are removed
+running_mean() {
+  local out=$1 mean=$2 k=1 checkpoint
+  shift 2
+  mkdir -p "$out"
+  for checkpoint in "$@"; do
+    k=$((k + 1))
+    rm -rf "$out/mean$k"
+    python -m train interpolate "$mean" "$checkpoint" --weight "$(python -c "print(1 / $k)")" --out "$out/mean$k"
+    mean=$out/mean$k
+  done
+  rm -rf "$out/start"
+  mv "$mean" "$out/start"
+  rm -rf "$out"/mean*
+}

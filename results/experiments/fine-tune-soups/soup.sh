@@ -9,7 +9,7 @@
 # KEEP="55.47 0.9188 0.951", two orders on a slower CPU: soup-r3x2 r3s51 r3s52; completed with four, the same KEEP:
 # soup-r3x4 r3s51 r3s52 r3s53 r3s54; fifteen random negatives, n15.sh: soup-n15 n15s55 n15s56).
 set -euo pipefail
-source results/experiments/fine-tune-soups/common.sh  # judged, fit_and_test
+source results/experiments/fine-tune-soups/common.sh  # judged, running_mean, fit_and_test
 name=${1:?usage: soup.sh NAME ARM ARM [ARM ...]}
 shift
 [ $# -ge 2 ] || { echo "a soup needs at least two arms"; exit 1; }
@@ -18,17 +18,7 @@ out=runs/link-chain/$name
 bash results/experiments/anchor-and-overlap-rows/run.sh "$@" > /dev/null
 mkdir -p "$out" "$here/judged/$name"
 if [ ! -s "$here/judged/$name/log.jsonl" ]; then
-  mean=runs/pilot-anchor/$1/checkpoint k=1
-  for arm in "${@:2}"; do
-    k=$((k + 1))
-    rm -rf "$out/mean$k"
-    python -m train interpolate "$mean" "runs/pilot-anchor/$arm/checkpoint" --weight "$(python -c "print(1 / $k)")" \
-      --out "$out/mean$k"
-    mean=$out/mean$k
-  done
-  rm -rf "$out/start"
-  mv "$mean" "$out/start"
-  rm -rf "$out"/mean*
+  running_mean "$out" $(printf "runs/pilot-anchor/%s/checkpoint " "$@")
   SEED=43 bash results/experiments/judge_at_start.sh "$out/start" "$out"
   cp "$out/eval/log.jsonl" "$here/judged/$name/log.jsonl"
 fi
