@@ -91,9 +91,16 @@ class SectionRun:
     def save(self) -> None:
         """Rewrite the report in --out; a reader (or a kill) sees the old file or the new one, never half."""
         self.report["elapsed_s"] = round(time.monotonic() - self.started, 1)
-        from density_metric.io.outputs import write_text  # here: density_metric's import loads torch
+        write_atomically(Path(self.args.out) / self.report_file, json.dumps(self.report, indent=2) + "\n")
 
-        write_text(Path(self.args.out) / self.report_file, json.dumps(self.report, indent=2) + "\n")
+
+def write_atomically(path: Path, text: str) -> None:
+    """``text`` into ``path`` through a hidden partial file beside it, swapped in whole. Not
+    density_metric.io.outputs.write_text: importing density_metric loads torch, and the report must be written
+    where torch does not import (every section "skipped: missing packages torch")."""
+    partial = path.parent / f".{path.name}.partial"
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
 
 
 # ---------------------------------------------------------------------------------------------- sections
@@ -341,13 +348,13 @@ def run_files(run: Path) -> list[Path]:
 def tar_files(tar_path: Path, files: dict[Path, list[Path]]) -> None:
     """The plain files of ``files`` (a folder: the files under it, each named relative to it) into ``tar_path``
     (gzip), swapped in whole."""
-    from density_metric.io.outputs import replacing
-
-    with replacing(tar_path, "xb") as handle, tarfile.open(fileobj=handle, mode="w:gz") as tar:
+    partial = tar_path.parent / f".{tar_path.name}.partial"
+    with tarfile.open(partial, "w:gz") as tar:
         for root, paths in files.items():
             for path in paths:
                 if path.is_file():
                     tar.add(path, arcname=str(path.relative_to(root)))
+    os.replace(partial, tar_path)
 
 
 # ------------------------------------------------------------------------------------- weights in parts

@@ -4,8 +4,9 @@ can be written.
 An earlier output is never removed up front: every writer writes a temporary file beside the target and
 renames it over the target when complete, so a run that fails or is stopped leaves the earlier file as it was.
 
-:func:`replacing` is that one writer: :mod:`density_metric.io.tables` (``write_records``), ``compare --json``
-and the device commands' reports and tars go through it.
+:func:`replacing` is that one writer: :mod:`density_metric.io.tables` (``write_records``) and ``compare --json``
+go through it. The GPU-machine commands (benchmarks/device_sections.py) keep a torch-free writer of their own: their
+report must be written where torch does not import, and importing this package loads torch.
 """
 
 from __future__ import annotations

@@ -224,3 +224,23 @@ def test_without_datasets_the_scoring_sections_still_run_and_training_fails_alon
     statuses = {name: section["status"] for name, section in report["sections"].items()}
     assert "pairs_per_s" in report["sections"]["scoring_speed"] and "float32" in report["sections"]["batch_invariance"]
     assert statuses["training"].startswith("failed"), statuses
+
+
+def test_the_report_and_the_tar_are_written_where_torch_does_not_import(tmp_path):
+    """A machine whose torch is broken still gets its report ("skipped: missing packages torch"): the writers of
+    benchmarks/device_sections.py must not import density_metric, which loads torch."""
+    code = (
+        "import argparse, sys, time\n"
+        "from pathlib import Path\n"
+        "sys.modules['torch'] = None  # import torch raises ImportError\n"
+        "from benchmarks.device_sections import SectionRun, tar_files\n"
+        "out = Path(sys.argv[1])\n"
+        "(out / 'a.log').write_text('a line')\n"
+        "run = SectionRun(argparse.Namespace(out=out, deadline_s=60), time.monotonic(), {'sections': {}}, out)\n"
+        "run.save()\n"
+        "tar_files(out / 'logs.tar.gz', {out: [out / 'a.log']})\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads((tmp_path / "report.json").read_text())["sections"] == {}  # SectionRun.report_file
+    assert (tmp_path / "logs.tar.gz").stat().st_size > 0

@@ -1,4 +1,4 @@
-"""density_metric.io.outputs.replacing: the one writer of whole files (tables, compare --json, the device reports)."""
+"""density_metric.io.outputs.replacing: the package's one writer of whole files (tables, compare --json)."""
 
 import json
 import tarfile
