@@ -22,6 +22,7 @@ import numpy as np
 
 from density_metric import DensityScorer
 from density_metric.encoding.device import machine_description
+from density_metric.io.outputs import write_text
 
 
 def relative_differences(scorer: DensityScorer, contexts, responses) -> dict[str, float]:
@@ -70,7 +71,7 @@ def main(argv=None) -> None:
         report["dtypes"][dtype] = relative_differences(scorer, contexts, responses)
     print(json.dumps(report, indent=2))
     if args.json:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+        write_text(args.json, json.dumps(report, indent=2) + "\n")
 
 
 if __name__ == "__main__":

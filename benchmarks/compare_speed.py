@@ -29,6 +29,7 @@ import numpy as np
 
 from density_metric import compare
 from density_metric.comparison.significance import DEFAULT_SEED, SCORE_RTOL
+from density_metric.io.outputs import write_text
 
 from .command_line import check_counts, check_output
 
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> dict:
     if difference != 0 or ci_difference > 1e-12:
         raise SystemExit(f"compare and the loop disagree: p-values by {difference}, intervals by {ci_difference}")
     if args.out:
-        args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        write_text(args.out, json.dumps(report, indent=2) + "\n")
     return report
 
 

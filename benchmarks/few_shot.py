@@ -17,6 +17,7 @@ import json
 import tempfile
 from pathlib import Path
 
+from density_metric.io.outputs import write_text
 from density_train.data.judgments import apply_protocol, context_of
 
 from .command_line import check_checkpoint, check_counts, check_out_folder, check_sets
@@ -74,7 +75,7 @@ def main(argv=None) -> None:
         "DEnsity (no ratings)": correlation(result.scores, test_ratings),
         "published": PUBLISHED["Zhao et al. 2020, RoBERTa, supervised"][SET],
     }
-    (args.out / "few_shot.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_text(args.out / "few_shot.json", json.dumps(report, indent=2) + "\n")
     lines = [
         f"# Few-shot rating head on {SET} (supervised)",
         "",
@@ -91,7 +92,7 @@ def main(argv=None) -> None:
     lines.append(
         f"| Zhao et al. 2020 (published; RoBERTa, 720 ratings) | – | {published['pearson']:.2f} | {published['spearman']:.2f} |"
     )
-    (args.out / "few_shot.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text(args.out / "few_shot.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

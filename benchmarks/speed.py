@@ -26,6 +26,7 @@ from density_metric.correlation import spearman
 from density_metric.encoding.device import machine_description
 from density_metric.encoding.packing import pack
 from density_metric.encoding.pair_format import join_context
+from density_metric.io.outputs import write_text
 
 
 def plain_model(scorer: DensityScorer):
@@ -247,8 +248,7 @@ def main(argv=None) -> None:
     print()
     print(json.dumps(results, indent=2))
     if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(results, handle, indent=2)
+        write_text(args.json, json.dumps(results, indent=2) + "\n")
 
 
 if __name__ == "__main__":

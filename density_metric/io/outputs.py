@@ -4,9 +4,12 @@ can be written.
 An earlier output is never removed up front: every writer writes a temporary file beside the target and
 renames it over the target when complete, so a run that fails or is stopped leaves the earlier file as it was.
 
-:func:`replacing` is that one writer: :mod:`density_metric.io.tables` (``write_records``) and ``compare --json``
-go through it. The GPU-machine commands (benchmarks/device_sections.py) keep a torch-free writer of their own: their
-report must be written where torch does not import, and importing this package loads torch.
+:func:`replacing` is that one writer: :mod:`density_metric.io.tables` (``write_records``), ``compare --json``,
+``train grounding-validation --out`` and the benchmarks' JSON and Markdown go through it. The GPU-machine commands
+(benchmarks/device_sections.py) keep a torch-free writer of their own: their report must be written where torch does
+not import, and importing this package loads torch. For that reason too, the two torch-free benchmark scripts
+(``train_host``, whose parent process only starts and reads its workers, and ``pilot_table``) write with
+:meth:`pathlib.Path.write_text`.
 """
 
 from __future__ import annotations
