@@ -22,7 +22,7 @@ import numpy as np
 
 from density_metric import DensityScorer
 from density_metric.encoding.device import machine_description
-from density_metric.io.outputs import write_text
+from density_metric.io.outputs import write_json
 
 
 def relative_differences(scorer: DensityScorer, contexts, responses) -> dict[str, float]:
@@ -71,7 +71,7 @@ def main(argv=None) -> None:
         report["dtypes"][dtype] = relative_differences(scorer, contexts, responses)
     print(json.dumps(report, indent=2))
     if args.json:
-        write_text(args.json, json.dumps(report, indent=2) + "\n")
+        write_json(args.json, report)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import numpy as np
 
 from density_metric import compare
 from density_metric.comparison.significance import DEFAULT_SEED, SCORE_RTOL
-from density_metric.io.outputs import write_text
+from density_metric.io.outputs import write_json
 
 from .command_line import check_counts, check_output
 
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> dict:
     if difference != 0 or ci_difference > 1e-12:
         raise SystemExit(f"compare and the loop disagree: p-values by {difference}, intervals by {ci_difference}")
     if args.out:
-        write_text(args.out, json.dumps(report, indent=2) + "\n")
+        write_json(args.out, report)
     return report
 
 

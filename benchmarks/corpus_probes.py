@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import logging
 import sys
 import time
 from pathlib import Path
 
 from density_metric import DensityScorer
-from density_metric.io.outputs import write_text
+from density_metric.io.outputs import write_json, write_text
 from density_train.data.corpora import load_chitchat, load_dailydialog, load_self_dialogue
 
 from .command_line import add_dtype_argument, check_checkpoint, check_counts, check_dailydialog, check_out_folder
@@ -138,7 +137,7 @@ def main(argv=None) -> None:
         report["corpora"][corpus] = result
     report["seconds"] = round(time.perf_counter() - started, 1)
     args.out.mkdir(parents=True, exist_ok=True)
-    write_text(args.out / "corpus_probes.json", json.dumps(report, indent=2, default=str) + "\n")
+    write_json(args.out / "corpus_probes.json", report, default=str)
     write_text(args.out / "corpus_probes.md", markdown(report))
     logger.info("wrote %s in %.0f s", args.out / "corpus_probes.md", report["seconds"])
 

@@ -17,7 +17,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from density_metric.io.outputs import write_text
+from density_metric.io.outputs import write_json, write_text
 from density_train.data.judgments import apply_protocol, context_of
 
 from .command_line import check_checkpoint, check_counts, check_out_folder, check_sets
@@ -75,7 +75,7 @@ def main(argv=None) -> None:
         "DEnsity (no ratings)": correlation(result.scores, test_ratings),
         "published": PUBLISHED["Zhao et al. 2020, RoBERTa, supervised"][SET],
     }
-    write_text(args.out / "few_shot.json", json.dumps(report, indent=2) + "\n")
+    write_json(args.out / "few_shot.json", report)
     lines = [
         f"# Few-shot rating head on {SET} (supervised)",
         "",

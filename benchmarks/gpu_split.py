@@ -23,7 +23,7 @@ import torch
 
 from density_metric import DensityScorer
 from density_metric.encoding.features import batch_features, length_sorted_batches, rows_to_batch
-from density_metric.io.outputs import write_text
+from density_metric.io.outputs import write_json
 
 from .device_check import dailydialog_test_pairs
 
@@ -106,7 +106,7 @@ def main(argv=None) -> None:
     }
     print(json.dumps(report, indent=1))
     if args.json:
-        write_text(args.json, json.dumps(report, indent=1) + "\n")
+        write_json(args.json, report, indent=1)
 
 
 if __name__ == "__main__":

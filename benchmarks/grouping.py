@@ -21,7 +21,7 @@ import numpy as np
 
 from density_metric import DensityScorer
 from density_metric.encoding.device import machine_description
-from density_metric.io.outputs import write_text
+from density_metric.io.outputs import write_json
 from density_train.data.corpora import load_dailydialog, response_pairs
 
 from .command_line import check_checkpoint, check_counts, check_dailydialog, check_output
@@ -112,7 +112,7 @@ def main(argv=None) -> None:
     }
     print(json.dumps(report, indent=2))
     if args.json:
-        write_text(args.json, json.dumps(report, indent=2) + "\n")
+        write_json(args.json, report)
 
 
 if __name__ == "__main__":

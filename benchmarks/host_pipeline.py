@@ -34,7 +34,7 @@ from density_metric import DensityScorer
 from density_metric.encoding import features as features_module
 from density_metric.encoding.device import machine_description
 from density_metric.encoding.packing import pack
-from density_metric.io.outputs import write_text
+from density_metric.io.outputs import write_json
 from density_train.data.corpora import load_dailydialog
 
 from . import reference_encoding
@@ -192,7 +192,7 @@ def main(argv=None) -> None:
         )
     print(json.dumps(results, indent=2))
     if args.json:
-        write_text(args.json, json.dumps(results, indent=2) + "\n")
+        write_json(args.json, results)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import logging
 import time
 from pathlib import Path
@@ -24,7 +23,7 @@ from scipy.stats import pearsonr, spearmanr
 from density_metric import DensityScorer
 from density_metric.correlation import pearson, spearman
 from density_metric.io.inputs import check_dialogues, check_pairs, dialogue_pairs
-from density_metric.io.outputs import write_text
+from density_metric.io.outputs import write_json, write_text
 from density_metric.scoring import DIALOGUE_AGGREGATES, dialogue_score
 from density_train.data.corpora import load_dailydialog
 from density_train.data.judgments import PROTOCOLS, JudgmentSet, apply_protocol, context_of, has_protocol
@@ -387,7 +386,7 @@ def main(argv=None) -> None:
     save_row_scores(args.out / "scores.safetensors", row_scores, report)
     report["seconds"] = round(time.perf_counter() - started, 1)
 
-    write_text(args.out / "human_correlation.json", json.dumps(report, indent=2, default=str) + "\n")
+    write_json(args.out / "human_correlation.json", report, default=str)
     write_text(args.out / "human_correlation.md", markdown(report))
     logger.info("wrote %s in %.0f s", args.out / "human_correlation.md", report["seconds"])
 

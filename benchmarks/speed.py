@@ -26,7 +26,7 @@ from density_metric.correlation import spearman
 from density_metric.encoding.device import machine_description
 from density_metric.encoding.packing import pack
 from density_metric.encoding.pair_format import join_context
-from density_metric.io.outputs import write_text
+from density_metric.io.outputs import write_json
 
 
 def plain_model(scorer: DensityScorer):
@@ -248,7 +248,7 @@ def main(argv=None) -> None:
     print()
     print(json.dumps(results, indent=2))
     if args.json:
-        write_text(args.json, json.dumps(results, indent=2) + "\n")
+        write_json(args.json, results)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ import numpy as np
 
 from density_metric import DensityScorer
 from density_metric.correlation import kendall_tau, pair_signs, pearson
-from density_metric.io.outputs import write_text
+from density_metric.io.outputs import write_json, write_text
 from density_train.data.judgments import JudgmentSet, apply_protocol, has_protocol
 
 from .baselines import available_columns
@@ -239,7 +239,7 @@ def main(argv=None) -> None:
             for protocol in protocols
         }
     report["seconds"] = round(time.perf_counter() - started, 1)
-    write_text(args.out / "system_level.json", json.dumps(report, indent=2) + "\n")
+    write_json(args.out / "system_level.json", report)
     write_text(args.out / "system_level.md", markdown(report))
     logger.info("wrote %s in %.0f s", args.out / "system_level.md", report["seconds"])
 

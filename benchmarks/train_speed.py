@@ -24,7 +24,7 @@ import torch
 
 from density_metric.encoding.device import machine_description
 from density_metric.encoding.pair_format import PairFormat
-from density_metric.io.outputs import write_text
+from density_metric.io.outputs import write_json
 from density_train.config.recipe import TrainConfig
 from density_train.data.corpora import load_dailydialog, response_pairs
 from density_train.data.examples import SelectionData, epoch_batches, epoch_negatives
@@ -162,7 +162,7 @@ def main(argv=None) -> None:
     }
     print(json.dumps(report, indent=2))
     if args.json:
-        write_text(args.json, json.dumps(report, indent=2) + "\n")
+        write_json(args.json, report)
 
 
 if __name__ == "__main__":

@@ -13,13 +13,12 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from ..comparison.result import TESTS
 from ..comparison.significance import DEFAULT_RESAMPLES, DEFAULT_SEED, DEFAULT_TRIALS
 from ..comparison.systems import compare_tables, read_system
 from ..errors import fail, read_or_fail
-from ..io.outputs import check_output_path, same_file, write_text
+from ..io.outputs import check_output_path, same_file, write_json
 from ..io.tables import FORMATS
 from ..signature import SCORE_DEFINING_WORDS
 from .options import add_field_options, add_scorer_options, argparse_positive_int, scorer_of
@@ -185,8 +184,3 @@ def _is_report(path: Path) -> bool:
     except (OSError, ValueError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         return False
     return isinstance(report, dict) and {"systems", "pairs"} <= set(report)
-
-
-def write_json(path: Path, value: dict[str, Any]) -> None:
-    """``value`` as indented JSON into ``path``, whole or not at all (:func:`density_metric.io.outputs.write_text`)."""
-    write_text(path, json.dumps(value, indent=2) + "\n")

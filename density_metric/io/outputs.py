@@ -4,8 +4,9 @@ can be written.
 An earlier output is never removed up front: every writer writes a temporary file beside the target and
 renames it over the target when complete, so a run that fails or is stopped leaves the earlier file as it was.
 
-:func:`replacing` is that one writer: :mod:`density_metric.io.tables` (``write_records``), ``compare --json``,
-``train grounding-validation --out`` and the benchmarks' JSON and Markdown go through it. The GPU-machine commands
+:func:`replacing` is that one writer: :mod:`density_metric.io.tables` (``write_records``), ``compare --json`` and
+the benchmarks' JSON reports (:func:`write_json`), ``train grounding-validation --out`` and the benchmarks'
+Markdown (:func:`write_text`) go through it. The GPU-machine commands
 (benchmarks/device_sections.py) keep a torch-free writer of their own: their report must be written where torch does
 not import, and importing this package loads torch. For that reason too, the two torch-free benchmark scripts
 (``train_host``, whose parent process only starts and reads its workers, and ``pilot_table``) write with
@@ -15,6 +16,7 @@ not import, and importing this package loads torch. For that reason too, the two
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 from collections.abc import Iterator
@@ -102,3 +104,9 @@ def write_text(path: str | Path, text: str) -> None:
     """``text`` (UTF-8) into ``path``, whole or not at all (:func:`replacing`)."""
     with replacing(path, encoding="utf-8") as handle:
         handle.write(text)
+
+
+def write_json(path: str | Path, value: Any, indent: int = 2, default: Any = None) -> None:
+    """``value`` as indented JSON and a final newline into ``path``, whole or not at all (:func:`write_text`);
+    ``indent`` and ``default`` as :func:`json.dumps`'s."""
+    write_text(path, json.dumps(value, indent=indent, default=default) + "\n")

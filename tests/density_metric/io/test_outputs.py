@@ -5,7 +5,7 @@ import tarfile
 
 import pytest
 
-from density_metric.io.outputs import replacing, write_text
+from density_metric.io.outputs import replacing, write_json, write_text
 
 
 def test_a_finished_block_replaces_the_earlier_file_and_leaves_no_hidden_file(tmp_path):
@@ -36,6 +36,17 @@ def test_write_text_makes_the_folder_and_writes_through_a_symlink(tmp_path):
     (tmp_path / "link.json").symlink_to(tmp_path / "target.json")
     write_text(tmp_path / "link.json", "through")
     assert (tmp_path / "link.json").is_symlink() and (tmp_path / "target.json").read_text() == "through"
+
+
+def test_write_json_writes_what_json_dumps_gives_and_a_newline(tmp_path):
+    value = {"b": [1, 2.5], "when": tmp_path}
+    write_json(tmp_path / "r.json", value, indent=1, default=str)
+    assert (tmp_path / "r.json").read_text(encoding="utf-8") == json.dumps(value, indent=1, default=str) + "\n"
+    write_json(tmp_path / "r.json", {"a": "é"})
+    assert (tmp_path / "r.json").read_text(encoding="utf-8") == '{\n  "a": "\\u00e9"\n}\n'
+    with pytest.raises(TypeError):  # not serialisable without default: the earlier file stays
+        write_json(tmp_path / "r.json", {"when": tmp_path})
+    assert json.loads((tmp_path / "r.json").read_text()) == {"a": "é"}
 
 
 def test_a_binary_handle_takes_a_tar_stream(tmp_path):
