@@ -90,6 +90,17 @@ def test_the_papers_recipe_loses_as_the_text_loop_did(backbone, tmp_path, monkey
     assert_fast_losses_equal_the_reference(config, train, valid, tmp_path, monkeypatch)
 
 
+def test_without_the_contrastive_term_the_loss_is_the_cross_entropy(backbone, tmp_path):
+    """Lambda 0 (the paper's ablation without the contrastive term): each step logs the term as 0 and the loss as
+    its cross-entropy, exactly."""
+    train, valid = data()
+    config = config_for(backbone, epochs=1, max_steps_per_epoch=3, validation_kinds="", contrastive_weight=0.0)
+    Trainer(config, train, valid, tmp_path).train()
+    steps = [record for record in read_log(tmp_path) if record["type"] == "train"]
+    assert len(steps) == 3
+    assert all(step["contrastive"] == 0.0 and step["loss"] == step["ce"] > 0 for step in steps)
+
+
 @pytest.mark.parametrize("pooling", ["feature-token", "mean"])
 def test_the_release_recipes_kinds_lose_as_the_text_loop_did(backbone, start, tmp_path, monkeypatch, pooling):  # noqa: F811
     """Random negatives drawn afresh each epoch, copies echo:1,speaker:2, overlap rows, the anchor on the golds
