@@ -47,9 +47,14 @@ def bland_replies(
     kept = [
         (text, counts[key])
         for key, text in first.items()
-        if counts[key] >= min_dialogues and sum(map(_is_word, text.split())) <= max_words
+        if counts[key] >= min_dialogues and word_count(text) <= max_words
     ]
     return sorted(kept, key=lambda item: -item[1])  # stable: first occurrence among equal counts
+
+
+def word_count(text: str) -> int:
+    """The words of ``text`` as the list counts them: whitespace tokens with a letter or digit."""
+    return sum(map(_is_word, text.split()))
 
 
 def _dialogue_counts(data: SelectionData) -> tuple[dict[str, str], dict[str, int]]:

@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 
 from density_metric import DensityScorer
+from density_metric.io.outputs import write_text
 from density_train.data.corpora import load_dailydialog, response_pairs_with_dialogues
 from density_train.data.examples import SelectionData
 from density_train.data.text import normalise
-from density_train.negatives.bland import MAX_WORDS, bland_replies
-from density_train.negatives.kinds import _is_word
+from density_train.negatives.bland import MAX_WORDS, bland_replies, word_count
 
 HERE = Path(__file__).parent
 
@@ -56,7 +56,7 @@ def main() -> None:
     flat = [c for others in other_contexts for c in others]
     after = np.asarray(scorer.score(flat, [r for r in replies for _ in range(args.others)], warn=False).scores)
     after = after.reshape(args.pairs, args.others).mean(1)
-    words = np.array([sum(map(_is_word, r.split())) for r in replies])
+    words = np.array([word_count(r) for r in replies])
     in_list = np.array([normalise(r) in listed for r in replies])
     groups = {
         f"frequent-gold list ({len(listed)} keys)": in_list,
@@ -101,7 +101,7 @@ def main() -> None:
         f"{(words[top] <= MAX_WORDS).mean():.0%} have 1-{MAX_WORDS} words; the sample has {in_list.mean():.1%} list "
         f"replies and {(words <= MAX_WORDS).mean():.0%} of 1-{MAX_WORDS} words.",
     ]
-    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text(args.out, "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

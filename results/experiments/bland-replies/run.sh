@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue 69 (PLAN.md and its addenda): arms A (control), B (bland), C (B's kind at a larger dose) D (B without the anchor), An (A without it), Bh and Ah (B and A at anchor 0.3) of the plan on the data orders in ORDERS
+# Issue 69 (PLAN.md and its addenda): arms A (control), B (bland), C (B's kind at a larger dose), D and An (B and A
+# without the anchor), Bh and Ah (B and A at anchor 0.3) of the plan on the data orders in ORDERS
 # (default 51 52 53 54), from the bundled model as committed, each run's own evaluation (500 validation pairs,
 # Gaussian of 3,000 training golds, DailyDialog-Zhao dev) with the bland validation kind in both arms. No weights are
 # kept: each run's log, bland list, report and card are copied to logs/ARM+ORDER beside this file as it ends (order
@@ -10,12 +11,11 @@
 set -euo pipefail
 INIT_FROM=density_metric/default MINUTES=${MINUTES:-30}
 source results/experiments/anchor-and-overlap-rows/recipe.sh  # COMMON: the shipped fine-tune recipe (STEPS=400)
-declare -A ARM=([A]="--copy-mix echo:1,speaker:2" [B]="--copy-mix echo:1,speaker:2,bland:1 --density-copies 5"
-  [C]="--copy-mix echo:1,speaker:2,bland:2 --density-copies 6 --negative-mix random:3,bland:1"  # C, D: PLAN.md, 2026-12-03
-  [D]="--copy-mix echo:1,speaker:2,bland:1 --density-copies 5 --anchor-weight 0"
-  [An]="--copy-mix echo:1,speaker:2 --anchor-weight 0"  # An: A without the anchor, D's control
-  [Bh]="--copy-mix echo:1,speaker:2,bland:1 --density-copies 5 --anchor-weight 0.3"  # B and A at anchor 0.3
-  [Ah]="--copy-mix echo:1,speaker:2 --anchor-weight 0.3")
+control="--copy-mix echo:1,speaker:2" bland="--copy-mix echo:1,speaker:2,bland:1 --density-copies 5"
+declare -A ARM=([A]="$control" [B]="$bland"
+  [C]="--copy-mix echo:1,speaker:2,bland:2 --density-copies 6 --negative-mix random:3,bland:1"  # PLAN.md, 2026-12-03
+  [D]="$bland --anchor-weight 0" [An]="$control --anchor-weight 0"
+  [Bh]="$bland --anchor-weight 0.3" [Ah]="$control --anchor-weight 0.3")
 here=results/experiments/bland-replies
 arms=("$@")
 [ ${#arms[@]} -gt 0 ] || arms=(A B)
