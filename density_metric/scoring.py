@@ -49,6 +49,10 @@ class DensityScorer:
             advanced by each batch's pairs instead (one bar over many calls, as the command line's).
         cache_dir, local_files_only: passed to the Hub download.
 
+    One scorer may serve several threads at once (the demo's requests): its calls to the tokenizer, whose options
+    are set at every call, take turns (:func:`density_metric.encoding.text_ids.input_ids`), and its forward passes
+    change nothing.
+
     Example:
         >>> scorer = DensityScorer()  # doctest: +SKIP
         >>> scorer.score([["How are you?"]], ["Fine, thanks. And you?"]).scores  # doctest: +SKIP

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import string
+import time
 
 import numpy as np
 import torch
@@ -60,3 +61,26 @@ def synthetic_pairs(n: int, seed: int) -> tuple[list[list[str]], list[str]]:
 
     contexts = [[sentence() for _ in range(rng.integers(1, 4))] for _ in range(n)]
     return contexts, [sentence() for _ in range(n)]
+
+
+class SlowEncodes:
+    """A Rust tokenizer whose ``encode_batch`` first waits 50 ms: where nothing holds other threads off between a
+    call's options and its encoding, another thread's options land in between."""
+
+    def __init__(self, inner):
+        object.__setattr__(self, "_inner", inner)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._inner, name, value)
+
+    def encode_batch(self, *args, **kwargs):
+        time.sleep(0.05)
+        return self._inner.encode_batch(*args, **kwargs)
+
+
+def slow_encodes(tokenizer) -> None:
+    """Make ``tokenizer`` (a transformers fast tokenizer) wait 50 ms before each encoding (:class:`SlowEncodes`)."""
+    tokenizer._tokenizer = SlowEncodes(tokenizer._tokenizer)

@@ -28,7 +28,7 @@ from .last_layer import compute_cls_only_in_last_layer, computes_features_only
 from .length_options import with_lengths
 from .packing import PackedRow, PackedRows, Packing, pack_pairs
 from .pair_format import POOLINGS, PairFormat
-from .text_ids import gather
+from .text_ids import gather, input_ids
 
 # Below this many pairs no progress bar is drawn unless asked for.
 PROGRESS_MIN_PAIRS = 1024
@@ -272,7 +272,10 @@ class Encoder:
         (:func:`density_metric.repetition.rep2`)."""
         if not responses:
             return np.zeros(0)
-        return rep2(self.tokenizer(list(responses), add_special_tokens=False, verbose=False)["input_ids"])
+        ids = input_ids(
+            self.tokenizer, list(responses), add_special_tokens=False, split_special_tokens=False, verbose=False
+        )
+        return rep2(ids)
 
     def _autocast(self):
         if self.dtype == "float32":

@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .length_options import MAX_LENGTH
-from .text_ids import TextIds, context_tails
+from .text_ids import TextIds, context_tails, input_ids
 
 # The fewest special tokens a pair template adds ([CLS] a [SEP] b [SEP]); the response cap
 # must leave room for them. The tokenizer's real count is checked when encoding.
@@ -69,7 +69,7 @@ def is_blank(text: str, tokenizer=None) -> bool:
     for char in text:
         if char != "\ufffd" and unicodedata.category(char)[0] in "LNPS":
             return False
-    return tokenizer is None or not tokenizer(text, add_special_tokens=False)["input_ids"]
+    return tokenizer is None or not input_ids(tokenizer, text, add_special_tokens=False, split_special_tokens=True)
 
 
 def join_context(turns: Sequence[str], turn_separator: str, tokenizer=None) -> str:
@@ -86,9 +86,9 @@ def special_token_layout(tokenizer) -> tuple[list[int], list[int], list[int]]:
     Read off the tokenizer itself, by encoding a pair of one-token texts with and without
     special tokens: transformers 5 tokenizers no longer offer ``build_inputs_with_special_tokens``.
     """
-    first = tokenizer("a", add_special_tokens=False)["input_ids"]
-    second = tokenizer("b", add_special_tokens=False)["input_ids"]
-    pair = tokenizer("a", "b")["input_ids"]
+    first = input_ids(tokenizer, "a", add_special_tokens=False, split_special_tokens=False)
+    second = input_ids(tokenizer, "b", add_special_tokens=False, split_special_tokens=False)
+    pair = input_ids(tokenizer, "a", "b", split_special_tokens=False)
     start = _find(pair, first, 0)
     middle_end = _find(pair, second, start + len(first)) if start >= 0 else -1
     if start < 0 or middle_end < 0:
@@ -239,4 +239,4 @@ class PairFormat:
 
     def separator_ids(self, tokenizer) -> list[int]:
         """The ids put between two context turns: the turn separator read as the token it names."""
-        return tokenizer(self.turn_separator, add_special_tokens=False)["input_ids"]
+        return input_ids(tokenizer, self.turn_separator, add_special_tokens=False, split_special_tokens=False)

@@ -1,6 +1,7 @@
 """Scores of the whole pipeline against an independent per-pair float64 reference."""
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from scipy.stats import pearsonr
 from density_metric import DensityScorer
 from density_metric.checkpoint.format import GAUSSIAN_FILE
 
-from ..tiny import synthetic_pairs
+from ..tiny import slow_encodes, synthetic_pairs
 
 
 def reference_scores(checkpoint_dir, contexts, responses):
@@ -294,3 +295,15 @@ def test_euclidean_scores_are_minus_the_distance_to_the_mean(tiny_scorer):
     mean = tiny_scorer.stats.mean
     expected = [-np.sqrt(sum((value - m) ** 2 for value, m in zip(row, mean))) for row in features]
     np.testing.assert_allclose(tiny_scorer.euclidean_scores(contexts, responses), expected, rtol=1e-9)
+
+
+def test_one_scorer_shared_by_threads_gives_each_the_scores_it_gives_alone(tiny_checkpoint):
+    """The demo serves requests from threads with one scorer: each request's scores must be its own."""
+    scorer = DensityScorer(str(tiny_checkpoint), device="cpu", dtype="float32", progress=False)
+    contexts = [["hi", f"{word} day"] for word in ("good", "nice", "what", "the")]
+    replies = ["fine thanks", "a [SEP] day", "you you you", "hello"]
+    alone = [scorer.score([context] * 4, replies).scores for context in contexts]
+    slow_encodes(scorer.encoder.tokenizer)
+    with ThreadPoolExecutor(len(contexts)) as pool:
+        together = list(pool.map(lambda context: scorer.score([context] * 4, replies).scores, contexts))
+    np.testing.assert_array_equal(together, alone)

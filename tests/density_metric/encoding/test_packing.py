@@ -2,6 +2,7 @@
 benchmarks/reference_encoding.py: the same ids for text without special-token strings, and special-token text read
 as text."""
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,8 @@ from density_metric.encoding.features import rows_to_batch, segment_mask
 from density_metric.encoding.packing import PackedRows, pack
 from density_metric.encoding.pair_format import PairFormat
 from density_metric.encoding.text_ids import TextIds, gather, reply_ids, within
+
+from ...tiny import slow_encodes
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT.parent / "shared" / "data"
@@ -211,3 +214,18 @@ def test_context_lengths_are_those_of_the_joined_context_capped_at_max_length(to
         pair_format = PairFormat(max_length=length, max_response_length=length // 2)
         expected = [min(len(ids), length) for ids in joined]
         assert pair_format.context_lengths(tokenizer, contexts).tolist() == expected
+
+
+def test_threads_sharing_a_tokenizer_pack_what_each_packs_alone():
+    """A demo served two requests with one scorer: the turn separator was read once as the text "[ sep ]" (the
+    tokenizer read special-token text as text for the other thread), and a score came out -10.47 for -8.62."""
+    tokenizer = AutoTokenizer.from_pretrained(ROOT / "density_metric" / "default")
+    pair_format = PairFormat(max_length=64, max_response_length=24)
+    jobs = [([["hi", f"{word} day"]], [f"fine [SEP] {word}"]) for word in ("good", "nice", "what", "the")]
+    alone = [list(pack(pair_format, tokenizer, *job).rows) for job in jobs]
+    slow_encodes(tokenizer)
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        together = list(pool.map(lambda job: list(pack(pair_format, tokenizer, *job).rows), jobs))
+    assert together == alone
+    separator = tokenizer.sep_token_id
+    assert all(row.ids.count(separator) == 3 for rows in together for row in rows)  # turn, pair, end
