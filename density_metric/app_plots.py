@@ -1,5 +1,9 @@
 """The demo's plots (``app.py``): where candidates fall among held-out human replies, and the paired differences
-of a comparison. matplotlib (the ``app`` extra) is imported when a plot is drawn, with the Agg backend."""
+of a comparison. matplotlib (the ``app`` extra) is imported when a plot is drawn.
+
+Each plot is a ``matplotlib.figure.Figure`` of its own, never made through ``pyplot``: pyplot keeps one list of
+open figures and one backend for the process, which two requests served at once would share (matplotlib's advice
+for web servers), and gradio renders a figure itself (``Figure.savefig``)."""
 
 from __future__ import annotations
 
@@ -20,14 +24,12 @@ def shared_places(values: np.ndarray, close: float) -> tuple[list[int], list[int
 def distribution_plot(scorer, labels: list[str], scores: np.ndarray):
     """Where each candidate's raw score falls on the held-out human responses' distribution (the calibration
     quantiles of ``scorer``, a :class:`~density_metric.DensityScorer`): a matplotlib figure."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     human = -scorer.stats.quantiles[::-1]  # raw scores of held-out human replies, ascending
     density, edges = np.histogram(human, bins=40, weights=np.full(len(human), 1.0 / len(human)))
-    fig, ax = plt.subplots(figsize=(7, 3.2), dpi=110)
+    fig = Figure(figsize=(7, 3.2), dpi=110)
+    ax = fig.subplots()
     ax.fill_between((edges[:-1] + edges[1:]) / 2, density, step="mid", alpha=0.35, label="human replies")
     scores = np.asarray(scores, dtype=np.float64)
     span = max(np.ptp(np.concatenate([human, scores])), 1e-9)
@@ -50,20 +52,17 @@ def distribution_plot(scorer, labels: list[str], scores: np.ndarray):
     ax.set(xlabel="DEnsity score s(r) (higher: more human-like)", yticks=[])
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)  # beside: over no line
     fig.tight_layout()
-    plt.close(fig)
     return fig
 
 
 def differences_plot(result: ComparisonResult):
     """Each pair's mean paired difference (a - b) with its bootstrap 95 % interval; filled where significant (the
     Holm-corrected p < 0.05)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     pairs = result.pairs
-    fig, ax = plt.subplots(figsize=(7, 0.6 + 0.45 * len(pairs)), dpi=110)
+    fig = Figure(figsize=(7, 0.6 + 0.45 * len(pairs)), dpi=110)
+    ax = fig.subplots()
     for y, pair in enumerate(pairs):
         lower, upper = pair["ci"]
         color = "C3" if pair["significant"] else "C7"
@@ -84,5 +83,4 @@ def differences_plot(result: ComparisonResult):
     label = f"mean paired difference of DEnsity scores, 95 % interval\n(filled: Holm-corrected p < {ALPHA})"
     ax.set_xlabel(label, wrap=True)
     fig.tight_layout()
-    plt.close(fig)
     return fig

@@ -1,9 +1,11 @@
 """The Gradio app, served on 127.0.0.1 with a tiny checkpoint and called through gradio_client."""
 
+import io
 import json
 import os
 import re
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import numpy as np
@@ -335,6 +337,31 @@ def test_the_differences_plots_caption_is_inside_the_figure(tmp_path):
     assert label.get_text().endswith("p < 0.05)")
     box = label.get_window_extent()
     assert box.x0 >= 0 and box.x1 <= fig.bbox.width and box.y0 >= 0, (box, fig.bbox)
+
+
+def test_the_plots_are_figures_of_their_own_drawn_by_threads_at_once(app_scorer, monkeypatch):
+    """pyplot's one list of open figures would be shared by requests served at once: no plot is made through it."""
+    import matplotlib.pyplot as plt
+
+    from app import differences_plot, distribution_plot
+    from density_metric import compare
+
+    def through_pyplot(*args, **kwargs):
+        raise AssertionError("a plot made through pyplot")
+
+    monkeypatch.setattr(plt, "figure", through_pyplot)
+    monkeypatch.setattr(plt, "subplots", through_pyplot)
+    labels = [[f"reply {i}", "fine thanks"] for i in range(4)]
+    with ThreadPoolExecutor(len(labels)) as pool:
+        figures = list(pool.map(lambda pair: distribution_plot(app_scorer, pair, np.array([-8.0, -9.0])), labels))
+    for figure, pair in zip(figures, labels):
+        legend = [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
+        assert legend == ["human replies", f"#1 {pair[0]}", "#2 fine thanks"]
+        png = io.BytesIO()
+        figure.savefig(png, format="png")  # as gradio renders it
+        assert png.getvalue().startswith(b"\x89PNG")
+    differences = differences_plot(compare({"a": [1.0, 2, 3, 4], "b": [0.0, 1, 1, 2]}, resamples=50, trials=50))
+    differences.savefig(io.BytesIO(), format="png")
 
 
 def test_the_compare_tabs_help_names_each_test_once():
