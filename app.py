@@ -152,18 +152,27 @@ def lines(text: str | None, field: str, limit: int) -> list[str]:
 
 class Scorers:
     """One loaded DensityScorer per checkpoint, created on first use (thread-safe); the default is loaded at once,
-    so that a broken one fails at start rather than in every request (a ValueError or OSError naming it)."""
+    so that a broken one fails at start rather than in every request (a ValueError or OSError naming it).
+
+    Each checkpoint loads under a lock of its own: requests for a checkpoint wait for its one load (a Hub download
+    can take minutes), and those for the checkpoints loaded already are served meanwhile."""
 
     def __init__(self, default: str | None):
         self.default = default or BUNDLED
         self._scorers: dict[str, DensityScorer] = {}
-        self._lock = threading.Lock()
+        self._loading: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()  # over _loading
         self(self.default)
 
     def __call__(self, name: str | None) -> DensityScorer:
         name = name or self.default
+        scorer = self._scorers.get(name)
+        if scorer is not None:
+            return scorer
         with self._lock:
-            if name not in self._scorers:
+            loading = self._loading.setdefault(name, threading.Lock())
+        with loading:
+            if name not in self._scorers:  # a failed load leaves nothing: the next request tries again
                 self._scorers[name] = DensityScorer(None if name == BUNDLED else name, progress=False)
             return self._scorers[name]
 

@@ -364,6 +364,32 @@ def test_the_plots_are_figures_of_their_own_drawn_by_threads_at_once(app_scorer,
     differences.savefig(io.BytesIO(), format="png")
 
 
+def test_a_checkpoint_loading_keeps_no_request_for_another_waiting(monkeypatch):
+    """Every request waited under one lock while any checkpoint loaded (a Hub download can take minutes)."""
+    import app
+
+    release, made = threading.Event(), []
+
+    class Loading:
+        def __init__(self, name, progress):
+            made.append(name)
+            if name == "slow":
+                assert release.wait(timeout=30)
+
+    monkeypatch.setattr(app, "DensityScorer", Loading)
+    scorers = app.Scorers("fast")
+    with ThreadPoolExecutor(3) as pool:
+        try:
+            slow = [pool.submit(scorers, "slow") for _ in range(2)]
+            fast = pool.submit(scorers, "fast")
+            assert fast.result(timeout=10) is scorers("fast")
+            assert not any(future.done() for future in slow)
+        finally:  # a failure above must not leave the pool waiting on the load
+            release.set()
+        assert slow[0].result(timeout=10) is slow[1].result(timeout=10)
+    assert sorted(made) == ["fast", "slow"]  # each loaded once
+
+
 def test_the_compare_tabs_help_names_each_test_once():
     """It read "approximate randomization (approximate randomization, 10,000 trials; ...)"."""
     from app import COMPARE_HELP
