@@ -202,7 +202,11 @@ class Downloads:
         """A new path for a file called ``name``; subfolders older than DOWNLOAD_MAX_AGE_S go first."""
         cutoff = time.time() - DOWNLOAD_MAX_AGE_S
         for old in self.root.iterdir():
-            if old.stat().st_mtime < cutoff:
+            try:
+                expired = old.stat().st_mtime < cutoff
+            except FileNotFoundError:  # another request's sweep removed it since the listing
+                continue
+            if expired:
                 shutil.rmtree(old, ignore_errors=True)
         return Path(tempfile.mkdtemp(dir=self.root)) / name
 

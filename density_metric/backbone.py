@@ -10,7 +10,6 @@ unreadable files; each is a CheckpointError naming the file.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import os
@@ -20,6 +19,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 
 from .errors import CheckpointError, read_json
+from .process_switch import ProcessSwitch
 
 WEIGHTS_FILE = "model.safetensors"
 # JSON files of the encoder and tokenizer that transformers reads, when present.
@@ -32,20 +32,27 @@ SHOWN_NAMES = 3
 LOADING_KEYS = ("is_local", "local_files_only")
 
 
-@contextlib.contextmanager
-def quiet_transformers():
-    """Silence transformers' load reports and weight-loading bar for the duration."""
+def _silence_transformers() -> tuple[int, bool]:
     from transformers.utils import logging as hf_logging
 
-    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    saved = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(verbosity)
-        if bars:
-            hf_logging.enable_progress_bar()
+    return saved
+
+
+def _unsilence_transformers(saved: tuple[int, bool]) -> None:
+    from transformers.utils import logging as hf_logging
+
+    verbosity, bars = saved
+    hf_logging.set_verbosity(verbosity)
+    if bars:
+        hf_logging.enable_progress_bar()
+
+
+# ``with quiet_transformers():`` silences transformers' load reports and weight-loading bar (and, through them,
+# huggingface_hub's bars) while any thread is inside it; the last one out puts them back as they were.
+quiet_transformers = ProcessSwitch(_silence_transformers, _unsilence_transformers)
 
 
 def load_backbone(path: os.PathLike | str, *, dtype: torch.dtype = torch.float32):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import numbers
 from collections.abc import Sequence
@@ -14,6 +15,7 @@ from .encoding.features import PROGRESS_MIN_PAIRS, Encoder
 from .errors import positive_int
 from .gaussian import calibrate
 from .io.inputs import as_context, check_dialogues, check_pairs, dialogue_pairs
+from .process_switch import ProcessSwitch
 from .results import DensityResult, score_columns, score_features
 from .row_flags import FLOOR_POLICY, floor_distances, packing_flags, reply_flags, row_flags, warn_flags
 from .signature import Signature
@@ -390,17 +392,30 @@ class DensityScorer:
         # The scorer's rule (progress=None: a bar from PROGRESS_MIN_PAIRS rows on). Dataset.map has no switch of
         # its own; datasets' public global one is turned off for this call only, and put back as it was.
         show = len(dataset) >= PROGRESS_MIN_PAIRS if self.progress is None else self.progress
-        if show or datasets.are_progress_bars_disabled():
+        with contextlib.nullcontext() if show else no_dataset_bars():
             scored = dataset.map(score_chunk, desc="DEnsity", **kwargs)
-        else:
-            datasets.disable_progress_bars()
-            try:
-                scored = dataset.map(score_chunk, desc="DEnsity", **kwargs)
-            finally:
-                datasets.enable_progress_bars()
         flags = scored.with_format("arrow")[f"{output_column}_flags"]
         warn_flags(row for chunk in flags.chunks for row in chunk.to_pylist())
         return scored
+
+
+def _hide_dataset_bars() -> bool:
+    import datasets
+
+    hidden = datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()
+    return hidden
+
+
+def _show_dataset_bars(hidden: bool) -> None:
+    import datasets
+
+    if not hidden:
+        datasets.enable_progress_bars()
+
+
+# datasets' progress bars, off while any thread's score_dataset needs them off (ProcessSwitch).
+no_dataset_bars = ProcessSwitch(_hide_dataset_bars, _show_dataset_bars)
 
 
 def dialogue_score(turn_distances: np.ndarray, aggregate: str) -> float:

@@ -443,3 +443,23 @@ def test_the_apps_scored_files_are_removed_once_old_and_all_at_cleanup(monkeypat
     assert not first.parent.exists() and second.parent.exists()
     downloads.cleanup()
     assert not downloads.root.exists()
+
+
+def test_a_scored_file_is_given_its_path_when_another_request_swept_a_listed_folder(monkeypatch):
+    """Two requests that finished at once both listed an old folder; the one whose sweep came second failed on it
+    (FileNotFoundError: the user saw "Something went wrong" after the whole file was scored)."""
+    import app
+
+    downloads = app.Downloads()
+    old = downloads.path("a.scored.jsonl").parent
+    os.utime(old, (0, 0))
+
+    class Swept(type(downloads.root)):
+        def iterdir(self):
+            yield self / "swept-by-another-request"  # listed, then removed before this request's stat
+            yield from super().iterdir()
+
+    downloads.root = Swept(downloads.root)
+    path = downloads.path("b.scored.jsonl")
+    assert path.parent.is_dir() and not old.exists()
+    downloads.cleanup()
