@@ -20,6 +20,7 @@ WORK = (
     "compare",
     "loop_compare",
     "markdown",
+    "recipe_trainer",
 )
 
 
@@ -132,6 +133,11 @@ def cases(data, empty, not_a_checkpoint, log):
             [*good, "--corpora", "dailydialog", "--out", empty / "o", "--checkpoint", not_a_checkpoint],
             "--checkpoint ",
         ),
+        ("step_batches", ["--data-dir", empty], f"--data-dir {empty}: no dailydialog/dialogues_train.txt"),
+        ("step_batches", [*good, "--steps", 0], "--steps must be at least 1, got 0"),
+        ("step_batches", [*good, "--train-pairs", 0], "--train-pairs must be at least 1, got 0"),
+        ("step_batches", [*good, "--recipes", "nope"], "invalid choice: 'nope'"),
+        ("step_batches", [*good, "--json", empty], f"--json {empty}: is a folder, not a file"),
         ("compare_speed", ["--systems", 1], "--systems must be at least 2, got 1"),
         ("compare_speed", ["--trials", 0], "--trials must be at least 1, got 0"),
         ("compare_speed", ["--out", empty], f"--out {empty}: is a folder, not a file"),
