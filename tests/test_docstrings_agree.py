@@ -90,3 +90,19 @@ def test_ci_runs_the_readmes_test_commands_verbatim():
     setup = {"#!/usr/bin/env bash", "set -euo pipefail", 'cd "$(dirname "$0")/.."'}
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert [line for line in ci if line and not line.startswith("#") and line not in setup] == block.splitlines()
+
+
+def test_the_usage_guides_scorer_signature_is_the_scorers():
+    """docs/usage.md gave ``batch_size=64`` (it is None: 64 on CPU) and left ``max_tokens`` out."""
+    import inspect
+
+    from density_metric import DensityScorer
+
+    text = (ROOT / "docs" / "usage.md").read_text(encoding="utf-8")
+    written = re.search(r"`DensityScorer\((.*?)\)`", text, re.S).group(1)
+    documented = [part.strip() for part in " ".join(written.split()).split(",") if part.strip() != "*"]
+    actual = [
+        name if parameter.default is inspect.Parameter.empty else f"{name}={parameter.default!r}".replace("'", '"')
+        for name, parameter in inspect.signature(DensityScorer).parameters.items()
+    ]
+    assert documented == actual
