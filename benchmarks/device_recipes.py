@@ -11,9 +11,10 @@ import dataclasses
 
 # The recipe of the bundled model's last rounds (results/experiments/anchor-and-overlap-rows/recipe.sh and
 # grounded-corpora/run.sh): the density term against copies, anchored to the start, golds that reuse the last turn
-# in every batch; bf16 autocast on CUDA. The counts (steps, validation and fit sizes) come from the flags below.
+# in every batch, on the published training split as every bundled model; bf16 autocast on CUDA. The counts (steps,
+# validation and fit sizes) come from the flags below.
 RELEASE_RECIPE = (
-    "--corpus dailydialog --epochs 1 --warmup-steps 30 --lr 2e-5 --batch-size 8 --resample-negatives --seed 43 "
+    "--corpus dailydialog --dailydialog-train official --epochs 1 --warmup-steps 30 --lr 2e-5 --batch-size 8 --resample-negatives --seed 43 "
     "--negatives-seed 43 --valid-negatives 15 --validation-kinds random,echo,speaker,repeat,earlier,span "
     "--evals-per-epoch 1 --negatives 4 --contrastive-weight 0 --no-dropout --density-weight 1 --density-margin 3 "
     "--bank-size 2048 --bank-shrinkage 0.1 --density-copies 4 --copy-mix echo:1,speaker:2 --anchor-weight 1 "

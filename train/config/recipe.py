@@ -116,7 +116,7 @@ class TrainConfig:
     )
     seed: int = option(42, "seed of the data order and the head (default: %(default)s)")
     eval_batch_size: int = option(32, "validation contexts per forward pass")
-    valid_limit: int = option(0, "validation pairs scored for Recall@1 after each epoch (default 0: all)")
+    valid_limit: int = option(0, "validation pairs scored for Recall@1 at each evaluation (default 0: all)")
     mixed_precision: str = option(
         "auto", "'auto' (default): bf16 on CUDA and on CPUs with native bf16, else none", choices=MIXED_PRECISIONS
     )
