@@ -485,7 +485,7 @@ def main() -> None:
     ``error:`` line and exit code 2 at start."""
     logging.basicConfig(level=logging.INFO)
     default = os.environ.get("DENSITY_CHECKPOINT") or None
-    extra = tuple(c for c in os.environ.get("DENSITY_CHECKPOINTS", "").split(",") if c)
+    extra = tuple(c.strip() for c in os.environ.get("DENSITY_CHECKPOINTS", "").split(",") if c.strip())  # "a, b"
     try:
         demo = build_demo(default, extra)
     except (ValueError, OSError) as err:  # CheckpointError is a ValueError; OSError: Hub and file errors

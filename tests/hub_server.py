@@ -1,10 +1,11 @@
 """A small local HTTP stand-in for the Hub endpoints that ``train push`` uses.
 
 What it covers: ``POST /api/repos/create``, ``POST /api/validate-yaml`` (accepts any card
-without warnings), ``POST /api/models/{repo}/preupload/{revision}`` and
+without warnings), ``POST /api/models/{repo}/preupload/{revision}``,
 ``POST /api/models/{repo}/commit/{revision}`` (the NDJSON commit with base64 file
-contents), enough for huggingface_hub's ``create_repo`` and ``create_commit`` to run their
-real request and response handling. What it does not cover: authentication, LFS and Xet
+contents and deleted files) and ``GET /api/models/{repo}/tree/{revision}`` (the files after the last commit, one
+page), enough for huggingface_hub's ``create_repo``, ``create_commit`` and ``upload_folder`` (with
+``delete_patterns``) to run their real request and response handling. What it does not cover: authentication, LFS and Xet
 uploads (it answers ``uploadMode: regular`` for every file, where the real Hub sends large
 files through LFS/Xet), downloads, branches and pull requests.
 """
@@ -21,7 +22,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class HubStandIn:
     def __init__(self):
         self.validated: list[str] = []  # model cards sent for YAML validation
-        self.repos: dict[str, dict] = {}  # repo_id -> {"commits": [(sha, message, {path: bytes})]}
+        # repo_id -> {"commits": [(sha, message, {path: bytes})], "files": {path: bytes} after the last commit}
+        self.repos: dict[str, dict] = {}
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -59,7 +61,7 @@ class HubStandIn:
                         return self._reply(
                             409, {"error": "You already created this model repo", "url": f"{hub.url}/{repo_id}"}
                         )
-                    hub.repos[repo_id] = {"commits": []}
+                    hub.repos[repo_id] = {"commits": [], "files": {}}
                     return self._reply(200, {"url": f"{hub.url}/{repo_id}"})
                 if path == "/api/validate-yaml":
                     hub.validated.append(json.loads(body)["content"])
@@ -87,12 +89,35 @@ class HubStandIn:
                             for line in lines
                             if line["key"] == "file"
                         }
+                        tree = hub.repos[repo_id]["files"]
+                        for line in lines:
+                            if line["key"] == "deletedFile":
+                                tree.pop(line["value"]["path"])
+                        tree.update(files)
                         digest = hashlib.sha1(
-                            json.dumps(sorted((p, hashlib.sha256(c).hexdigest()) for p, c in files.items())).encode()
+                            json.dumps(sorted((p, hashlib.sha256(c).hexdigest()) for p, c in tree.items())).encode()
                         )
                         sha = digest.hexdigest()
                         hub.repos[repo_id]["commits"].append((sha, header["summary"], files))
                         return self._reply(200, {"commitOid": sha, "commitUrl": f"{hub.url}/{repo_id}/commit/{sha}"})
                 return self._reply(404, {"error": f"not served by the stand-in: {path}"})
+
+            def do_GET(self):  # noqa: N802
+                parts = self.path.split("?")[0].split("/")  # ['', 'api', 'models', org, name, 'tree', revision]
+                if len(parts) == 7 and parts[1:3] == ["api", "models"] and parts[5] == "tree":
+                    repo = hub.repos.get(f"{parts[3]}/{parts[4]}")
+                    if repo is None:
+                        return self._reply(404, {"error": "Repository not found"})
+                    listing = [
+                        {"type": "file", "path": path, "oid": hashlib.sha1(content).hexdigest(), "size": len(content)}
+                        for path, content in sorted(repo["files"].items())
+                    ]
+                    body = json.dumps(listing).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    return self.wfile.write(body)
+                return self._reply(404, {"error": f"not served by the stand-in: {self.path}"})
 
         return Handler

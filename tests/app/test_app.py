@@ -463,3 +463,16 @@ def test_a_scored_file_is_given_its_path_when_another_request_swept_a_listed_fol
     path = downloads.path("b.scored.jsonl")
     assert path.parent.is_dir() and not old.exists()
     downloads.cleanup()
+
+
+def test_the_checkpoint_list_may_have_spaces_after_its_commas(monkeypatch):
+    """``DENSITY_CHECKPOINTS="org/a, org/b"`` gave the name " org/b", not a repo id: the app refused to start."""
+    import app
+
+    built = []
+    monkeypatch.setenv("DENSITY_CHECKPOINTS", " org/a, org/b ,, bundled")
+    monkeypatch.delenv("DENSITY_CHECKPOINT", raising=False)
+    monkeypatch.setattr(app, "build_demo", lambda default, extra: built.append((default, extra)))
+    monkeypatch.setattr(app, "launch", lambda demo, **options: None)
+    app.main()
+    assert built == [(None, ("org/a", "org/b", "bundled"))]

@@ -23,7 +23,9 @@ def push_checkpoint(
     """Create ``repo_id`` if needed, commit the (validated) checkpoint's files, return the commit hash.
 
     Only the files a checkpoint may hold (``CHECKPOINT_FILES``, the same list a download
-    fetches) are uploaded; anything else in the folder stays local.
+    fetches) are uploaded; anything else in the folder stays local. A checkpoint file the repo holds and this
+    checkpoint lacks (a rating head pushed before, say) is deleted in the same commit, so that a download at the new
+    commit fetches this checkpoint and nothing of an earlier one; the repo's other files stay.
 
     Pin that hash: ``DensityScorer(repo_id, revision=<hash>)`` / ``evaluate.load("density",
     checkpoint=repo_id, checkpoint_revision=<hash>)``.
@@ -45,6 +47,7 @@ def push_checkpoint(
         repo_type="model",
         commit_message=message,
         allow_patterns=CHECKPOINT_FILES,
+        delete_patterns=CHECKPOINT_FILES,  # the files of an earlier checkpoint that this one lacks
     )
     logger.info("pushed %s to %s at %s", directory, repo_id, commit.oid)
     return commit.oid

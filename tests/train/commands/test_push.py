@@ -83,3 +83,19 @@ def test_push_with_the_hub_unreachable_is_one_error_line(tiny_checkpoint):
     [line] = run.stderr.splitlines()
     assert line.startswith(f"error: org/tiny-density: cannot reach the Hub at {endpoint} (") and "refused" in line
     assert line.endswith("); nothing was committed")
+
+
+def test_a_push_over_an_earlier_checkpoint_leaves_none_of_its_files(tiny_checkpoint, tmp_path):
+    """A repo that held a checkpoint file this checkpoint lacks kept it, so a download at the new commit fetched it
+    with the new files (a rating head pushed before, read with the new encoder); the repo's own files stay."""
+    earlier = Path(shutil.copytree(tiny_checkpoint, tmp_path / "earlier"))
+    (earlier / "added_tokens.json").write_text("{}\n")
+    with HubStandIn() as hub:
+        assert push(earlier, hub.url).returncode == 0
+        files = hub.repos["org/tiny-density"]["files"]
+        assert "added_tokens.json" in files
+        files["notes.md"] = b"the owner's own notes"  # not a checkpoint file
+        run = push(tiny_checkpoint, hub.url)
+        assert run.returncode == 0, run.stderr
+    local = {p.name: p.read_bytes() for p in tiny_checkpoint.iterdir() if p.is_file()}
+    assert files == {**local, "notes.md": b"the owner's own notes"}
