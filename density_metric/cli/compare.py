@@ -93,10 +93,16 @@ def add_compare_command(commands) -> None:
     )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"default: {DEFAULT_SEED}")
     parser.add_argument(
-        "--resamples", type=argparse_positive_int, default=DEFAULT_RESAMPLES, help="bootstrap resamples"
+        "--resamples",
+        type=argparse_positive_int,
+        default=DEFAULT_RESAMPLES,
+        help=f"bootstrap resamples (default: {DEFAULT_RESAMPLES})",
     )
     parser.add_argument(
-        "--trials", type=argparse_positive_int, default=DEFAULT_TRIALS, help="approximate randomization trials"
+        "--trials",
+        type=argparse_positive_int,
+        default=DEFAULT_TRIALS,
+        help=f"approximate randomization trials (default: {DEFAULT_TRIALS})",
     )
     parser.add_argument("--format", choices=sorted(set(FORMATS.values())), help="default: from each extension")
     add_field_options(parser)

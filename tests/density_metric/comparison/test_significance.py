@@ -328,6 +328,14 @@ def test_comparing_fewer_rows_than_can_reach_significance_warns_naming_the_small
     assert result.to_dict()["warnings"] == result.warnings
 
 
+@pytest.mark.parametrize("test", ["ar", "bs"])
+def test_the_small_sample_warning_speaks_of_the_bootstrap_whichever_test_decides(test):
+    """Under the default ar the bootstrap's p (1/1001 on one row) was reported with no word that it means nothing."""
+    one, five = (compare({"a": [1.0] * n, "b": [0.0] * n}, test=test).warnings[0] for n in (1, 5))
+    assert "the bootstrap's p is not meaningful there either (on 1 row every resample is that row)" in one
+    assert five.endswith("the bootstrap's p is not meaningful there either")
+
+
 def test_enough_rows_do_not_warn(caplog):
     a, b = systems(n=6, shift=1.0)
     with caplog.at_level("WARNING"):
