@@ -69,12 +69,7 @@ def corpus_fields(corpus: str) -> tuple[str, str, str, str]:
     DailyDialog (that binds the whole mix), ``other`` when a corpus's licence is unknown or two permissive ones
     differ, and its note joins its corpora's notes.
     """
-    from ..data.corpora import parse_corpus_mix
-
-    try:
-        mix = parse_corpus_mix(corpus)
-    except ValueError:
-        mix = ((corpus, 1.0),)
+    mix = _corpus_mix(corpus)
     entries = [DATASETS.get(name, (name, name, "other", UNKNOWN_LICENCE)) for name, _ in mix]
     if len(entries) == 1:
         return entries[0]
@@ -86,6 +81,21 @@ def corpus_fields(corpus: str) -> tuple[str, str, str, str]:
     name = " + ".join(f"{entry[1]} (weight {weight:g})" for entry, (_, weight) in zip(entries, mix))
     notes = " ".join(dict.fromkeys(entry[3] for entry in entries))
     return entries[0][0], name, licence, notes
+
+
+def corpus_ids(corpus: str) -> list[str]:
+    """The dataset ids of every corpus of ``--corpus`` (one corpus or a weighted mix), for the card's ``datasets:``."""
+    return list(dict.fromkeys(DATASETS.get(name, (name,))[0] for name, _ in _corpus_mix(corpus)))
+
+
+def _corpus_mix(corpus: str) -> tuple[tuple[str, float], ...]:
+    """``--corpus`` as (name, weight) pairs: a mix's, or the one corpus at weight 1."""
+    from ..data.corpora import parse_corpus_mix
+
+    try:
+        return tuple(parse_corpus_mix(corpus))
+    except ValueError:
+        return ((corpus, 1.0),)
 
 
 SELECTION_NAMES = {
@@ -268,6 +278,7 @@ def card_fields(
         "license_note": note,
         "base_model": _base_model(config),
         "dataset": dataset,
+        "datasets": "\n".join(f"- {dataset_id}" for dataset_id in corpus_ids(corpus)),  # the YAML list's lines
         "dataset_name": dataset_name,
         "name": name,
         "repo_id": repo_id,

@@ -204,3 +204,18 @@ def test_the_card_states_each_corpus_licence_and_a_mix_carries_the_most_restrict
     # a corpus of unknown licence binds the mix with whatever it holds: nothing more restrictive can be claimed
     unknown = fields_for("dailydialog:1,jsonl:1")
     assert unknown["license"] == "other" and "non-commercial" in unknown["license_note"]
+
+
+def test_the_cards_metadata_lists_every_corpus_of_a_mix():
+    """The YAML's datasets: named the mix's first corpus alone."""
+    mixed = fields_for("dailydialog:1,self_dialogue:0.5,chitchat:0.5")
+    assert mixed["datasets"].splitlines() == [
+        "- li2017dailydialog/daily_dialog",
+        "- self_dialogue",
+        "- chitchat-dataset",
+    ]
+    assert fields_for("dailydialog")["datasets"] == "- li2017dailydialog/daily_dialog"
+    from huggingface_hub import ModelCard
+
+    metadata = ModelCard(render_card(mixed)).data  # the YAML as the Hub reads it
+    assert metadata.datasets == ["li2017dailydialog/daily_dialog", "self_dialogue", "chitchat-dataset"]
