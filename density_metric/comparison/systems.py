@@ -218,20 +218,13 @@ def check_all_or_none_stored(systems: Sequence[SystemTable]) -> None:
 def check_same_scorer(systems: Sequence[SystemTable]) -> str | None:
     """For tables with stored scores: a ValueError naming two files whose signatures differ in a field of
     :data:`~density_metric.signature.SCORE_DEFINING_FIELDS` (checkpoint, by its revision; max_length;
-    max_response_length; dtype; floor; specials), and the fields that differ; a warning naming the files without a
-    signature.
+    max_response_length; dtype; floor; specials), and the fields that differ (:func:`unsigned_warning` names the
+    files without a signature).
 
     Returns the signature to report: the files' one signature, their distinct signatures joined by " + "
     where only library versions differ, or None where no file has one.
     """
     signed = [system for system in systems if system.signature is not None]
-    unsigned = [str(system.path) for system in systems if system.signature is None]
-    if unsigned:
-        logger.warning(
-            "%s carry stored scores without a signature column: nothing checks that one checkpoint scored every "
-            "file (score them again with `python -m density_metric score` to write one)",
-            ", ".join(unsigned),
-        )
     for other in signed[1:]:
         differences = Signature.parse(signed[0].signature).differences(Signature.parse(other.signature))
         if differences:
@@ -271,7 +264,8 @@ def compare_tables(
     check_baseline(baseline, names)
     check_same_contexts(systems)
     check_all_or_none_stored(systems)
-    stored_signature = check_same_scorer(systems) if systems[0].scores is not None else None
+    stored = systems[0].scores is not None  # every table's, or none (check_all_or_none_stored)
+    stored_signature = check_same_scorer(systems) if stored else None
     scorer = None
     for system in systems:
         if system.scores is not None:
@@ -293,8 +287,23 @@ def compare_tables(
         baseline=baseline,
         **options,
     )
+    unsigned = unsigned_warning(systems) if stored else None
+    if unsigned:
+        logger.warning(unsigned)
+        result.warnings.append(unsigned)
     report_flags(result, {system.name: system.flags for system in systems})
     return result, list(systems)
+
+
+def unsigned_warning(systems: Sequence[SystemTable]) -> str | None:
+    """The warning naming the tables whose stored scores carry no signature (nothing checks their scorer), or None."""
+    unsigned = [str(system.path) for system in systems if system.signature is None]
+    if not unsigned:
+        return None
+    return (
+        f"{', '.join(unsigned)} carry stored scores without a signature column: nothing checks that one checkpoint "
+        "scored every file (score them again with `python -m density_metric score` to write one)"
+    )
 
 
 def report_flags(result: ComparisonResult, flags: Mapping[str, Sequence[Sequence[str]] | None]) -> None:

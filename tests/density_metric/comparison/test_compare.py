@@ -218,13 +218,16 @@ def test_a_file_with_scores_of_two_runs_is_an_error_naming_the_row(tmp_path, cap
     assert f"{tmp_path / 'b.jsonl'}, line 4: 'density_signature' is" in line and "scores of two runs" in line
 
 
-def test_stored_scores_without_a_signature_compare_with_a_warning_naming_the_files(tmp_path, caplog):
+def test_stored_scores_without_a_signature_compare_with_a_warning_naming_the_files(tmp_path, capsys):
     write_jsonl(tmp_path / "a.jsonl", signed_rows(GOOD, [1.0, 2.0, 3.0, 4.0], SIGNATURE))
     write_jsonl(tmp_path / "b.jsonl", [{**row, "density": 1.0} for row in system_rows(BAD)])
-    with caplog.at_level("WARNING"):
-        assert main(["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")]) == 0
-    assert f"{tmp_path / 'b.jsonl'} carry stored scores without a signature column" in caplog.text
-    assert str(tmp_path / "a.jsonl") not in caplog.text
+    report = tmp_path / "r.json"
+    assert main(["compare", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--json", str(report)]) == 0
+    warning = f"{tmp_path / 'b.jsonl'} carry stored scores without a signature column"
+    [printed] = [line for line in capsys.readouterr().out.splitlines() if "without a signature" in line]
+    assert printed.startswith(f"warning: {warning}") and str(tmp_path / "a.jsonl") not in printed
+    # in the report's warnings too, as every other warning of a comparison (it was only logged)
+    assert any(line.startswith(warning) for line in json.loads(report.read_text())["warnings"])
 
 
 def test_one_checkpoint_loaded_from_two_places_counts_as_one(tmp_path):
