@@ -335,7 +335,7 @@ def compare(
     signature = "|".join(
         [Signature.test(test, trials, resamples, seed, rtol).format(), *filter(None, [scorer_signature])]
     )
-    warnings = _small_sample_warnings(n, test, trials, seed)
+    warnings = _small_sample_warnings(n, trials, seed)
     for warning in warnings:
         logger.warning(warning)
     correction = {"method": "holm", "tests": len(pairs), "baseline": baseline}
@@ -476,16 +476,20 @@ def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
     return adjusted
 
 
-def _small_sample_warnings(n: int, test: str, trials: int, seed: int | None) -> list[str]:
-    """A warning when n rows are fewer than approximate randomization needs to reach p < ALPHA."""
+def _small_sample_warnings(n: int, trials: int, seed: int | None) -> list[str]:
+    """A warning when n rows, or the trials, are fewer than approximate randomization needs to reach p < ALPHA."""
     needed = smallest_significant_n(trials, seed)
-    if needed is not None and n >= needed:
+    if needed is None:  # the trials are too few, on any number of rows
+        return [
+            f"{trials} trials: too few for approximate randomization to reach p < {ALPHA} on any number of rows "
+            f"(p >= 1/{trials + 1}); give more trials"
+        ]
+    if n >= needed:
         return []
     rows = f"{n} row{'s' if n != 1 else ''}"
-    if needed is None:
-        reach = f"with {trials} trials no number of rows can (p >= 1/{trials + 1})"
-    else:
-        reach = f"it needs at least {needed} rows (its smallest p on {rows}: {smallest_randomization_p(n, trials, seed):.4f})"
+    reach = (
+        f"it needs at least {needed} rows (its smallest p on {rows}: {smallest_randomization_p(n, trials, seed):.4f})"
+    )
     # Both p-values are reported whichever test decides, so the warning speaks of both.
     bootstrap = "; the bootstrap's p is not meaningful there either" + (
         " (on 1 row every resample is that row)" if n == 1 else ""

@@ -336,6 +336,14 @@ def test_the_small_sample_warning_speaks_of_the_bootstrap_whichever_test_decides
     assert five.endswith("the bootstrap's p is not meaningful there either")
 
 
+def test_too_few_trials_are_warned_about_as_the_trials_not_the_rows():
+    """With 19 trials the warning said "30 rows: too few", when no number of rows could reach p < 0.05."""
+    a, b = systems(n=30, shift=1.0)
+    [warning] = compare({"a": a, "b": b}, trials=19).warnings
+    assert warning.startswith("19 trials: too few for approximate randomization to reach p < 0.05 on any number")
+    assert "30 rows" not in warning and "(p >= 1/20)" in warning
+
+
 def test_enough_rows_do_not_warn(caplog):
     a, b = systems(n=6, shift=1.0)
     with caplog.at_level("WARNING"):
