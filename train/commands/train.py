@@ -69,8 +69,14 @@ def load_dev_judgments(data_dir: str):
     found = load_sets(data_dir, ["dailydialog_zhao"])
     if not found:
         raise ValueError(f"--dev-judgments {data_dir}: no dailydialog_zhao.normalized.jsonl below it")
+    if len(found) > 1:
+        raise ValueError(
+            f"--dev-judgments {data_dir}: {len(found)} dailydialog_zhao.normalized.jsonl below it; name the folder of one"
+        )
     [zhao] = found
     index, human = apply_protocol(zhao, "dev")
+    if not len(index):
+        raise ValueError(f"--dev-judgments {data_dir}: no row of dailydialog_zhao is left for the dev protocol")
     rows = [zhao.rows[i] for i in index]
     contexts = [context_of(row, False) for row in rows]
     return DevJudgments(contexts, [row["response"] for row in rows], np.asarray(human, dtype=np.float64), "zhao_dev")

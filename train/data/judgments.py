@@ -15,6 +15,7 @@ meta-evaluation in ``benchmarks/``.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +85,16 @@ def _check_row(path: Path, number: int, row: dict) -> None:
         raise ValueError(f"{path}: line {number} has no {', '.join(map(repr, missing))}: {NOT_A_SET}")
     if not isinstance(row.get("context", []), list):
         raise ValueError(f"{path}: line {number}: 'context' is not a list of turns: {NOT_A_SET}")
+    texts = {"context": row.get("context", []), "dialogue": row.get("dialogue", [])}
+    for key, turns in texts.items():
+        if isinstance(turns, list) and not all(isinstance(turn, str) for turn in turns):
+            raise ValueError(f"{path}: line {number}: {key!r} has a turn that is not a string: {NOT_A_SET}")
+    if "response" in row and not isinstance(row["response"], str):
+        raise ValueError(f"{path}: line {number}: 'response' is {type(row['response']).__name__}, not a string")
+    for key in ("score", "score_density"):  # the ratings the protocols read
+        value = row.get(key, 0.0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(f"{path}: line {number}: {key!r} is {value!r}, not a finite number")
 
 
 def load_named_sets(data_dir: str | Path, names: list[str] | None = None) -> list[JudgmentSet]:
@@ -137,6 +148,9 @@ def apply_protocol(judgments: JudgmentSet, protocol: str) -> tuple[np.ndarray, n
         test_start = len(rows) - int(len(rows) * 0.8)
         index, key = (index[test_start:] if protocol == "paper" else index[:test_start]), "score_density"
     index = np.array([i for i in index if not is_ground_truth(rows[i])], dtype=int)
+    lacking = next((i for i in index if key not in rows[i]), None)
+    if lacking is not None:
+        raise ValueError(f"{judgments.name}: row {lacking + 1} has no {key!r}, which the {protocol!r} protocol reads")
     return index, np.array([rows[i][key] for i in index], dtype=float)
 
 
