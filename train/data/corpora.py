@@ -224,12 +224,15 @@ def load_convai2(path: str | Path) -> datasets.Dataset:
 
 def load_jsonl_dialogues(path: str | Path, field: str = "turns") -> datasets.Dataset:
     """A JSONL file with one dialogue per line: a list of turns, or an object with ``field``."""
-    rows = []
+    rows, paired = [], 0
     for number, value in jsonl_values(path):
         turns = value.get(field) if isinstance(value, dict) else value
         if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
             raise ValueError(f"{path}, line {number}: expected a list of strings (or {{{field!r}: [...]}})")
         rows.append(every_turn(turns))
+        paired += len(turns) >= 2
+    if not paired:  # an empty file failed inside datasets; one of one-turn dialogues as "0 training pairs"
+        raise ValueError(f"{path}: no dialogue of 2 or more turns ({len(rows)} dialogues), so no (context, reply) pair")
     return corpus_dataset(rows)
 
 

@@ -80,6 +80,17 @@ def test_jsonl_dialogues_make_every_later_turn_a_response(tmp_path):
         load_jsonl_dialogues(tmp_path / "bad.jsonl")
 
 
+@pytest.mark.parametrize("lines", [[], [["only one"], []]], ids=["empty file", "one-turn dialogues"])
+def test_a_jsonl_file_without_a_pair_is_refused_naming_it(tmp_path, lines):
+    """An empty file failed inside datasets ("Keys mismatch ..."), one of one-turn dialogues as "0 training pairs
+    give no full step", naming neither the file nor the cause."""
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(turns) + "\n" for turns in lines))
+    with pytest.raises(ValueError, match=rf"d.jsonl: no dialogue of 2 or more turns \({len(lines)} dialogues\)"):
+        load_jsonl_dialogues(tmp_path / "d.jsonl")
+    (tmp_path / "d.jsonl").write_text(json.dumps(["a"]) + "\n" + json.dumps(["x", "y"]) + "\n")
+    assert response_pairs(load_jsonl_dialogues(tmp_path / "d.jsonl"))[1] == ["y"]  # one-turn ones among others
+
+
 def test_hub_style_dataset_folder_loads_through_datasets(tmp_path):
     for split in ("train", "validation"):
         (tmp_path / f"{split}.jsonl").write_text(json.dumps({"turns": [f"{split} a", f"{split} b"]}) + "\n")
