@@ -39,8 +39,8 @@ def recipe_trainer(name: str, data_dir: str, train_pairs: int, out: Path):
     from .device_train import parse_args, parsed_train_args, train_argv
 
     start = "minilm" if RECIPES[name].starts_from == "backbone" else "density_metric/default"
-    device_args = parse_args([name, "--out", str(out), "--data-dir", data_dir, "--start", start])
-    device_args.train_limit, device_args.mixed_precision = train_pairs, "no"
+    scale = ["--train-limit", str(train_pairs), "--mixed-precision", "no"]
+    device_args = parse_args([name, "--out", str(out), "--data-dir", data_dir, "--start", start, *scale])
     train_args = parsed_train_args(train_argv(device_args, out / "run", minutes=60))
     train, valid = load_corpus(train_args, with_dialogues=True)
     config = train_args.config

@@ -43,7 +43,7 @@ class HubStandIn:
             def log_message(self, *args):  # keep test output clean
                 pass
 
-            def _reply(self, status: int, payload: dict) -> None:
+            def _reply(self, status: int, payload: dict | list) -> None:
                 body = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -112,12 +112,7 @@ class HubStandIn:
                         {"type": "file", "path": path, "oid": hashlib.sha1(content).hexdigest(), "size": len(content)}
                         for path, content in sorted(repo["files"].items())
                     ]
-                    body = json.dumps(listing).encode()
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    return self.wfile.write(body)
+                    return self._reply(200, listing)
                 return self._reply(404, {"error": f"not served by the stand-in: {self.path}"})
 
         return Handler

@@ -287,10 +287,8 @@ def compare_tables(
         baseline=baseline,
         **options,
     )
-    unsigned = unsigned_warning(systems) if stored else None
-    if unsigned:
-        logger.warning(unsigned)
-        result.warnings.append(unsigned)
+    if stored:
+        _warn(result, unsigned_warning(systems))
     report_flags(result, {system.name: system.flags for system in systems})
     return result, list(systems)
 
@@ -326,9 +324,7 @@ def report_flags(result: ComparisonResult, flags: Mapping[str, Sequence[Sequence
             known[system["name"]], cut[system["name"]] = degenerate, counts
     n = result.systems[0]["n"] if result.systems else 0
     for warning in (_truncation_warning(n, cut), _non_latin_warning(n, cut)):
-        if warning:
-            logger.warning(warning)
-            result.warnings.append(warning)
+        _warn(result, warning)
     if len(set(known.values())) < 2:
         return
     most = max(known.values())
@@ -339,8 +335,14 @@ def report_flags(result: ComparisonResult, flags: Mapping[str, Sequence[Sequence
         f"other systems ({most} of {result.systems[0]['n']}, against {', '.join(others)}): empty, unreadable and "
         "wordless replies score the floor; see the 'flagged' column"
     )
-    logger.warning(warning)
-    result.warnings.append(warning)
+    _warn(result, warning)
+
+
+def _warn(result: ComparisonResult, warning: str | None) -> None:
+    """Log ``warning`` (None: nothing) and keep it in ``result.warnings``, which the report prints."""
+    if warning:
+        logger.warning(warning)
+        result.warnings.append(warning)
 
 
 def _non_latin_warning(n: int, counts: Mapping[str, Mapping[str, int]]) -> str | None:
