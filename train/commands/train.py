@@ -66,6 +66,10 @@ def add_train_arguments(parser) -> None:
 def load_dev_judgments(data_dir: str):
     """DailyDialog-Zhao's first 20 % (the authors' validation rows, protocol ``dev`` of
     train/data/judgments.py) as validation human judgments; a ValueError if ``data_dir`` has none."""
+    if not Path(data_dir).is_dir():
+        raise ValueError(
+            f"--dev-judgments {data_dir}: no such folder (give the folder that holds dailydialog_zhao.normalized.jsonl)"
+        )
     found = load_sets(data_dir, ["dailydialog_zhao"])
     if not found:
         raise ValueError(f"--dev-judgments {data_dir}: no dailydialog_zhao.normalized.jsonl below it")

@@ -131,19 +131,13 @@ def read_self_dialogue(path: str | Path) -> list[list[str]]:
     if path.is_dir():
         path = path / "dialogues.jsonl"
     dialogues = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                turns = json.loads(line).get("turns")
-            except (json.JSONDecodeError, AttributeError):
-                turns = None
-            if not isinstance(turns, list) or not all(isinstance(turn, str) for turn in turns):
-                raise ValueError(f"{path}, line {number}: expected an object with a 'turns' list of strings")
-            turns = [turn.strip() for turn in turns if turn.strip()]
-            if len(turns) >= 2:
-                dialogues.append(turns)
+    for number, value in jsonl_values(path):
+        turns = value.get("turns") if isinstance(value, dict) else None
+        if not isinstance(turns, list) or not all(isinstance(turn, str) for turn in turns):
+            raise ValueError(f"{path}, line {number}: expected an object with a 'turns' list of strings")
+        turns = [turn.strip() for turn in turns if turn.strip()]
+        if len(turns) >= 2:
+            dialogues.append(turns)
     return dialogues
 
 
@@ -223,12 +217,14 @@ def load_convai2(path: str | Path) -> datasets.Dataset:
 
 
 def load_jsonl_dialogues(path: str | Path, field: str = "turns") -> datasets.Dataset:
-    """A JSONL file with one dialogue per line: a list of turns, or an object with ``field``."""
+    """A JSONL file with one dialogue per line: a list of turns, or an object with ``field``. Turns are stripped and
+    blank ones dropped, as :func:`read_self_dialogue` does (a blank turn would be a reply of no words)."""
     rows, paired = [], 0
     for number, value in jsonl_values(path):
         turns = value.get(field) if isinstance(value, dict) else value
         if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
             raise ValueError(f"{path}, line {number}: expected a list of strings (or {{{field!r}: [...]}})")
+        turns = [turn.strip() for turn in turns if turn.strip()]
         rows.append(every_turn(turns))
         paired += len(turns) >= 2
     if not paired:  # an empty file failed inside datasets; one of one-turn dialogues as "0 training pairs"

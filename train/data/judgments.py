@@ -63,16 +63,17 @@ NOT_A_SET = (
 
 def read_rows(path: Path) -> list[dict]:
     """The rows of one ``*.normalized.jsonl`` set. Raises ValueError naming the file and line where a line is not
-    a row of this schema (a JSONL of another schema that happens to share the suffix)."""
+    a row of this schema (a JSONL of another schema that happens to share the suffix), or the file or line that is
+    no JSON Lines at all (text that is not UTF-8, a line that is not JSON)."""
     rows = []
-    try:
-        for number, row in jsonl_values(path):
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}: line {number} is not a JSON object: {NOT_A_SET}")
+    for number, row in jsonl_values(path):
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}: line {number} is not a JSON object: {NOT_A_SET}")
+        try:
             _check_row(path, number, row)
-            rows.append(row)
-    except ValueError as err:
-        raise ValueError(str(err) if NOT_A_SET in str(err) else f"{err}: {NOT_A_SET}") from None
+        except ValueError as err:
+            raise ValueError(str(err) if NOT_A_SET in str(err) else f"{err}: {NOT_A_SET}") from None
+        rows.append(row)
     return rows
 
 

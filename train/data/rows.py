@@ -46,14 +46,18 @@ def validation_split(count: int, seed: int = SPLIT_SEED, share: float = VALIDATI
 
 
 def jsonl_values(path: str | Path) -> Iterator[tuple[int, object]]:
-    """(line number, value) of every non-blank line of a JSONL file, read as UTF-8; a ValueError names the file and
-    the line that is not JSON."""
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}, line {number}: invalid JSON ({err.msg})") from None
-            yield number, value
+    """(line number, value) of every non-blank line of a JSONL file, read as UTF-8 (a byte order mark skipped, as
+    the scorer's readers do); a ValueError names the file and the line that is not JSON, or the file that is not
+    UTF-8 text."""
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    value = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{path}, line {number}: invalid JSON ({err.msg})") from None
+                yield number, value
+    except UnicodeDecodeError as err:  # while the file is read: only the generator's own reading lands here
+        raise ValueError(f"{path}: not UTF-8 text ({err.reason})") from None

@@ -91,6 +91,21 @@ def test_a_jsonl_file_without_a_pair_is_refused_naming_it(tmp_path, lines):
     assert response_pairs(load_jsonl_dialogues(tmp_path / "d.jsonl"))[1] == ["y"]  # one-turn ones among others
 
 
+def test_blank_jsonl_turns_are_dropped_and_others_stripped(tmp_path):
+    """A blank turn was kept as a turn: a reply of no words to train on, and a context turn of none."""
+    (tmp_path / "d.jsonl").write_text(json.dumps(["a ", "   ", "b", ""]) + "\n" + json.dumps(["x", " \t"]) + "\n")
+    contexts, responses = response_pairs(load_jsonl_dialogues(tmp_path / "d.jsonl"))
+    assert responses == ["b"] and contexts == [["a"]]
+
+
+def test_a_jsonl_corpus_that_is_not_utf8_is_refused_naming_it(tmp_path):
+    (tmp_path / "d.jsonl").write_bytes(b'["caf\xe9", "ok"]\n')
+    with pytest.raises(ValueError, match=r"d.jsonl: not UTF-8 text"):
+        load_jsonl_dialogues(tmp_path / "d.jsonl")
+    (tmp_path / "d.jsonl").write_bytes(b'\xef\xbb\xbf["hi", "ok"]\n')  # a byte order mark is no text
+    assert response_pairs(load_jsonl_dialogues(tmp_path / "d.jsonl")) == ([["hi"]], ["ok"])
+
+
 def test_hub_style_dataset_folder_loads_through_datasets(tmp_path):
     for split in ("train", "validation"):
         (tmp_path / f"{split}.jsonl").write_text(json.dumps({"turns": [f"{split} a", f"{split} b"]}) + "\n")

@@ -58,3 +58,27 @@ def test_two_dev_sets_below_the_folder_are_refused(tmp_path):
 def test_a_good_dev_set_loads(tmp_path):
     dev = load_dev_judgments(str(dev_folder(tmp_path, [GOOD] * 5)))
     assert dev.responses == ["hello"] and list(dev.human) == [0.5]  # the first 20 % of 5 rows
+
+
+def test_a_missing_dev_folder_is_named_as_missing(tmp_path):
+    with pytest.raises(ValueError, match="--dev-judgments .*nowhere: no such folder"):
+        load_dev_judgments(str(tmp_path / "nowhere"))
+
+
+def test_a_set_that_is_not_utf8_is_refused_naming_the_file_and_only_that(tmp_path):
+    folder = dev_folder(tmp_path, [GOOD])
+    path = folder / "dailydialog_zhao.normalized.jsonl"
+    path.write_bytes(path.read_bytes() + b'{"context": ["caf\xe9"]}\n')  # Latin-1, not UTF-8
+    with pytest.raises(ValueError) as raised:
+        load_sets(folder)
+    assert str(raised.value).startswith(f"{path}: not UTF-8 text")
+    assert "not a human-judgment set" not in str(raised.value)  # a file of another encoding, not another schema
+
+
+def test_a_set_with_a_byte_order_mark_loads_as_without(tmp_path):
+    folder = dev_folder(tmp_path, [GOOD] * 5)
+    path = folder / "dailydialog_zhao.normalized.jsonl"
+    plain = load_dev_judgments(str(folder))
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    marked = load_dev_judgments(str(folder))
+    assert marked.contexts == plain.contexts and marked.responses == plain.responses
