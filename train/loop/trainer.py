@@ -219,6 +219,9 @@ class Trainer:
         # elsewhere it looks up optional packages at every call (about 1 ms a step).
         plain = getattr(self.optimizer, "scaler", None) is None and self.accelerator.distributed_type != "XLA"
         self.step_optimizer = getattr(self.optimizer, "optimizer", self.optimizer) if plain else self.optimizer
+        # The model's parameters, listed once: the step clips them and clears their gradients itself (the
+        # optimizer's zero_grad(set_to_none=True) does the same through a profiler scope and a compiler guard).
+        self._parameters = list(self.model.parameters())
 
     def _gold_features(self, rows) -> np.ndarray:
         """Features (n, d) of the training golds at ``rows``, without dropout."""
@@ -390,10 +393,11 @@ class Trainer:
             losses.append(torch.stack(parts).detach())
             if step_golds is not None:
                 golds.append(step_golds)
-        accelerator.clip_grad_norm_(self.model.parameters(), config.max_grad_norm)
+        accelerator.clip_grad_norm_(self._parameters, config.max_grad_norm)
         self.step_optimizer.step()
         self.scheduler.step()
-        self.step_optimizer.zero_grad(set_to_none=True)
+        for parameter in self._parameters:
+            parameter.grad = None
         if self.density_term is not None:  # after the step: a step's golds never measure themselves
             self.density_term.push(accelerator.gather(torch.cat(golds)).float())
         self.progress["step_in_epoch"] += 1
@@ -405,7 +409,7 @@ class Trainer:
             "lr": self.scheduler.get_last_lr()[0],
             "elapsed": round(time.monotonic() - started, 2),  # seconds since this process began, on the host
         }
-        self._pending.append((record, torch.stack(losses).mean(0)))
+        self._pending.append((record, losses[0] if len(losses) == 1 else torch.stack(losses).mean(0)))
 
     def _write_log(self, bar=None) -> None:
         """The steps' log lines kept since the last write, in step order, with their losses: one copy from the
