@@ -25,6 +25,8 @@ scipy in the tests), the one implementation that benchmarks/ uses too.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,3 +59,10 @@ class DevJudgments:
     responses: list[str]
     human: np.ndarray
     name: str = "dev"
+
+    def fingerprint(self) -> str:
+        """sha256 of the rows (contexts, responses and human scores, in order): a resumed run checks that it
+        validates on the rows it began with."""
+        return hashlib.sha256(
+            json.dumps([self.contexts, self.responses, self.human.tolist()]).encode("utf-8")
+        ).hexdigest()

@@ -79,31 +79,40 @@ def write_trainer_state(path: Path, progress: dict, scheduler: dict, config: dic
     )
 
 
-def data_summary(train, valid) -> dict:
-    """The size and :meth:`density_train.data.examples.SelectionData.fingerprint` of a run's training and validation pairs."""
+def data_summary(train, valid, dev=None) -> dict:
+    """The size and :meth:`density_train.data.examples.SelectionData.fingerprint` of a run's training and validation pairs,
+    and of its ``--dev-judgments`` rows (0 and None without them)."""
     return {
         "train_pairs": len(train),
         "train_sha256": train.fingerprint(),
         "valid_pairs": len(valid),
         "valid_sha256": valid.fingerprint(),
+        "dev_pairs": len(dev.responses) if dev is not None else 0,
+        "dev_sha256": dev.fingerprint() if dev is not None else None,
     }
 
 
 def check_same_data(saved: dict, now: dict, where: str) -> None:
     """Refuse to resume on other pairs than the run began with (states saved before the check was
-    added have no ``data`` and pass): a ValueError naming ``where`` and the split that differs."""
+    added have no ``data`` and pass; those saved before the dev rows were in it pass on them): a ValueError naming
+    ``where`` and the split that differs. The dev rows are checked since they may select the best model."""
     if "data" not in saved:
         return
     before = saved["data"]
-    for split in ("train", "valid"):
+    flags = {
+        "train": "the run's data flags again (--corpus, --data-dir, --train-file, --valid-file, --limit)",
+        "valid": "the run's data flags again (--corpus, --data-dir, --train-file, --valid-file, --limit)",
+        "dev": "the run's --dev-judgments again (or none, as the run began)",
+    }
+    for split, again in flags.items():
         pairs, sha = f"{split}_pairs", f"{split}_sha256"
-        if (before[pairs], before[sha]) != (now[pairs], now[sha]):
-            raise ValueError(
-                f"{where}: the run was started on other {split} data ({before[pairs]:,} pairs, sha256 "
-                f"{before[sha][:12]}), so it cannot resume on these ({now[pairs]:,} pairs, sha256 {now[sha][:12]}); "
-                "give the run's data flags again (--corpus, --data-dir, --train-file, --valid-file, --limit), "
-                "or a new --out to start another run"
-            )
+        if pairs not in before or (before[pairs], before[sha]) == (now[pairs], now[sha]):
+            continue
+        was, found = (f"{data[pairs]:,} pairs, sha256 {(data[sha] or 'none')[:12]}" for data in (before, now))
+        raise ValueError(
+            f"{where}: the run was started on other {split} data ({was}), so it cannot resume on these ({found}); "
+            f"give {again}, or a new --out to start another run"
+        )
 
 
 def read_trainer_state(path: Path) -> dict:

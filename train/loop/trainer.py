@@ -102,7 +102,7 @@ class Trainer:
         self.config, self.out_dir = config, Path(out_dir)
         self.train_data, self.valid_data = run_pairs(config, train, valid)
         self.accelerator = accelerator or Accelerator(mixed_precision=resolve_mixed_precision(config.mixed_precision))
-        state_dir, saved = self._saved_state()
+        state_dir, saved = self._saved_state(dev)
         model, self.tokenizer, start = load_model(config, state_dir if saved is not None else None)
         self._cut_contexts()
         optimizer = self._schedule(model, state_dir, saved)
@@ -124,12 +124,12 @@ class Trainer:
         if self.accelerator.is_main_process and "bland" in kinds:
             write_bland_list(self.out_dir / BLAND_FILE, self.train_data)
 
-    def _saved_state(self) -> tuple[Path, dict | None]:
+    def _saved_state(self, dev: DevJudgments | None) -> tuple[Path, dict | None]:
         """The state folder (recovered from an interrupted save; ``out_dir`` itself is made last, once every check
         passed) and its trainer state, if any, checked against this recipe and data."""
         state_dir = recover_state(self.out_dir)
         saved = read_trainer_state(state_dir) if (state_dir / STATE_FILE).is_file() else None
-        self.data_summary = data_summary(self.train_data, self.valid_data)
+        self.data_summary = data_summary(self.train_data, self.valid_data, dev)
         if saved is not None:
             check_resumable(saved["config"], self.config, str(state_dir / STATE_FILE))
             check_same_data(saved, self.data_summary, str(state_dir / STATE_FILE))

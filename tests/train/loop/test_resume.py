@@ -207,3 +207,25 @@ def test_resuming_on_other_training_data_is_refused_naming_the_split(backbone, s
     assert line.startswith(f"error: {state}: the run was started on other train data (")
     assert "--data-dir" in line and "a new --out" in line
     assert not (folder / "run" / "checkpoint").exists()
+
+
+def test_resuming_with_other_dev_judgments_is_refused_naming_them(backbone, stopped_run, tmp_path, train_cli_error):
+    """--dev-judgments is no recipe flag, but its rows may select the best model: a resume on other rows (here: rows
+    where the run had none) would mix two selection signals in one run."""
+    from tests.train.data.test_judgments import GOOD, dev_folder
+
+    folder = copy_of(stopped_run, tmp_path)
+    dev = dev_folder(tmp_path, [GOOD] * 5)
+    line = train_cli_error(cli_run(backbone, folder, "--dev-judgments", dev))
+    state = folder / "run" / "state" / "trainer_state.json"
+    assert line.startswith(f"error: {state}: the run was started on other dev data (0 pairs, sha256 none), ")
+    assert "(1 pairs, sha256 " in line and "give the run's --dev-judgments again" in line
+    # A state saved before the dev rows were recorded resumes with them, as it did.
+    saved = json.loads(state.read_text())
+    for key in ("dev_pairs", "dev_sha256"):
+        del saved["data"][key]
+    state.write_text(json.dumps(saved))
+    from density_train.commands import main
+
+    main([str(arg) for arg in cli_run(backbone, folder, "--dev-judgments", dev)])
+    assert (folder / "run" / "checkpoint").is_dir()
