@@ -54,6 +54,11 @@ MIX_SEED = 0
 CHITCHAT_PACKAGE = "chitchat_dataset"  # PyPI chitchat-dataset==0.9.0
 
 
+def clean_turns(turns) -> list[str]:
+    """``turns`` stripped, blank ones dropped (a blank turn would be a reply, or a context turn, of no words)."""
+    return [turn.strip() for turn in turns if turn.strip()]
+
+
 def every_turn(turns: list[str], prefix: list[str] | None = None) -> dict:
     """A dialogue whose every turn from the second on is a response."""
     return {"turns": turns, "prefix": prefix or [], "responses": list(range(1, len(turns)))}
@@ -135,7 +140,7 @@ def read_self_dialogue(path: str | Path) -> list[list[str]]:
         turns = value.get("turns") if isinstance(value, dict) else None
         if not isinstance(turns, list) or not all(isinstance(turn, str) for turn in turns):
             raise ValueError(f"{path}, line {number}: expected an object with a 'turns' list of strings")
-        turns = [turn.strip() for turn in turns if turn.strip()]
+        turns = clean_turns(turns)
         if len(turns) >= 2:
             dialogues.append(turns)
     return dialogues
@@ -217,14 +222,14 @@ def load_convai2(path: str | Path) -> datasets.Dataset:
 
 
 def load_jsonl_dialogues(path: str | Path, field: str = "turns") -> datasets.Dataset:
-    """A JSONL file with one dialogue per line: a list of turns, or an object with ``field``. Turns are stripped and
-    blank ones dropped, as :func:`read_self_dialogue` does (a blank turn would be a reply of no words)."""
+    """A JSONL file with one dialogue per line: a list of turns, or an object with ``field``; its turns
+    :func:`clean_turns`, as every reader of dialogues as lists of turns does."""
     rows, paired = [], 0
     for number, value in jsonl_values(path):
         turns = value.get(field) if isinstance(value, dict) else value
         if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
             raise ValueError(f"{path}, line {number}: expected a list of strings (or {{{field!r}: [...]}})")
-        turns = [turn.strip() for turn in turns if turn.strip()]
+        turns = clean_turns(turns)
         rows.append(every_turn(turns))
         paired += len(turns) >= 2
     if not paired:  # an empty file failed inside datasets; one of one-turn dialogues as "0 training pairs"
@@ -233,11 +238,11 @@ def load_jsonl_dialogues(path: str | Path, field: str = "turns") -> datasets.Dat
 
 
 def load_hub_dialogues(repo_id: str, split: str, field: str = "turns", **kwargs) -> datasets.Dataset:
-    """A Hub dataset (``datasets.load_dataset``) whose ``field`` column holds lists of turns."""
+    """A Hub dataset (``datasets.load_dataset``) whose ``field`` column holds lists of turns (:func:`clean_turns`)."""
     source = datasets.load_dataset(repo_id, split=split, **kwargs)
     if field not in source.column_names:
         raise ValueError(f"{repo_id} has no column {field!r}; columns: {source.column_names}")
-    return corpus_dataset([every_turn(list(turns)) for turns in source[field]])
+    return corpus_dataset([every_turn(clean_turns(turns)) for turns in source[field]])
 
 
 def response_pairs(dialogues: datasets.Dataset | list) -> tuple[list[list[str]], list[str]]:

@@ -64,5 +64,7 @@ class DevJudgments:
         """sha256 of the rows (contexts, responses and human scores, in order): a resumed run checks that it
         validates on the rows it began with."""
         return hashlib.sha256(
-            json.dumps([self.contexts, self.responses, self.human.tolist()]).encode("utf-8")
+            json.dumps([self.contexts, self.responses, np.asarray(self.human, dtype=np.float64).tolist()]).encode(
+                "utf-8"
+            )
         ).hexdigest()

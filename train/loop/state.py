@@ -102,7 +102,7 @@ def check_same_data(saved: dict, now: dict, where: str) -> None:
     flags = {
         "train": "the run's data flags again (--corpus, --data-dir, --train-file, --valid-file, --limit)",
         "valid": "the run's data flags again (--corpus, --data-dir, --train-file, --valid-file, --limit)",
-        "dev": "the run's --dev-judgments again (or none, as the run began)",
+        "dev": "the run's --dev-judgments again (none, where the run began without)",
     }
     for split, again in flags.items():
         pairs, sha = f"{split}_pairs", f"{split}_sha256"

@@ -365,3 +365,12 @@ def test_a_mix_with_a_corpus_without_pairs_is_an_error_naming_it():
     empty = dataset([every_turn(["only one turn"])])  # a dialogue, but no response turn
     with pytest.raises(ValueError, match="'empty' has no pairs"):
         mix_dialogues([("full", 1.0, full), ("empty", 1.0, empty)])
+
+
+def test_hub_dialogues_clean_their_turns_as_jsonl_ones(tmp_path):
+    import datasets
+
+    datasets.Dataset.from_dict({"turns": [["a ", " ", "b"]]}).to_json(tmp_path / "train.jsonl")
+    hub = response_pairs(load_hub_dialogues("json", "train", data_files=str(tmp_path / "train.jsonl")))
+    (tmp_path / "d.jsonl").write_text(json.dumps(["a ", " ", "b"]) + "\n")
+    assert hub == response_pairs(load_jsonl_dialogues(tmp_path / "d.jsonl")) == ([["a"]], ["b"])
