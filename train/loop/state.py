@@ -108,7 +108,8 @@ def check_same_data(saved: dict, now: dict, where: str) -> None:
         pairs, sha = f"{split}_pairs", f"{split}_sha256"
         if pairs not in before or (before[pairs], before[sha]) == (now[pairs], now[sha]):
             continue
-        was, found = (f"{data[pairs]:,} pairs, sha256 {(data[sha] or 'none')[:12]}" for data in (before, now))
+        unit = "rows" if split == "dev" else "pairs"
+        was, found = (f"{data[pairs]:,} {unit}, sha256 {(data[sha] or 'none')[:12]}" for data in (before, now))
         raise ValueError(
             f"{where}: the run was started on other {split} data ({was}), so it cannot resume on these ({found}); "
             f"give {again}, or a new --out to start another run"

@@ -218,8 +218,8 @@ def test_resuming_with_other_dev_judgments_is_refused_naming_them(backbone, stop
     dev = dev_folder(tmp_path, [GOOD] * 5)
     line = train_cli_error(cli_run(backbone, folder, "--dev-judgments", dev))
     state = folder / "run" / "state" / "trainer_state.json"
-    assert line.startswith(f"error: {state}: the run was started on other dev data (0 pairs, sha256 none), ")
-    assert "(1 pairs, sha256 " in line and "give the run's --dev-judgments again (none, where" in line
+    assert line.startswith(f"error: {state}: the run was started on other dev data (0 rows, sha256 none), ")
+    assert "(1 rows, sha256 " in line and "give the run's --dev-judgments again (none, where" in line
     # A state saved before the dev rows were recorded resumes with them, as it did.
     saved = json.loads(state.read_text())
     for key in ("dev_pairs", "dev_sha256"):
