@@ -18,6 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 
 
+def json_sha256(value) -> str:
+    """sha256 of ``value`` written as JSON: the fingerprint a resumed run compares its data with."""
+    return hashlib.sha256(json.dumps(value).encode("utf-8")).hexdigest()
+
+
 @dataclass
 class SelectionData:
     """Gold pairs of one split and the utterance pool their negatives come from.
@@ -114,7 +119,7 @@ class SelectionData:
     def fingerprint(self) -> str:
         """sha256 of the pairs (contexts and gold responses, in order): a resumed run checks that it
         reads the data it began with."""
-        return hashlib.sha256(json.dumps([self.contexts, self.responses]).encode("utf-8")).hexdigest()
+        return json_sha256([self.contexts, self.responses])
 
     def select(self, rows: Sequence[int]) -> SelectionData:
         """The pairs ``rows`` (with their dialogues, if kept) over the same pool, e.g. ``data.select(range(1000))``."""

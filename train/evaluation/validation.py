@@ -25,13 +25,13 @@ scipy in the tests), the one implementation that benchmarks/ uses too.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from ..data.examples import json_sha256
 
 _WORD = re.compile(r"\w+")
 
@@ -63,8 +63,4 @@ class DevJudgments:
     def fingerprint(self) -> str:
         """sha256 of the rows (contexts, responses and human scores, in order): a resumed run checks that it
         validates on the rows it began with."""
-        return hashlib.sha256(
-            json.dumps([self.contexts, self.responses, np.asarray(self.human, dtype=np.float64).tolist()]).encode(
-                "utf-8"
-            )
-        ).hexdigest()
+        return json_sha256([self.contexts, self.responses, np.asarray(self.human, dtype=np.float64).tolist()])

@@ -99,16 +99,13 @@ def check_same_data(saved: dict, now: dict, where: str) -> None:
     if "data" not in saved:
         return
     before = saved["data"]
-    flags = {
-        "train": "the run's data flags again (--corpus, --data-dir, --train-file, --valid-file, --limit)",
-        "valid": "the run's data flags again (--corpus, --data-dir, --train-file, --valid-file, --limit)",
-        "dev": "the run's --dev-judgments again (none, where the run began without)",
-    }
-    for split, again in flags.items():
+    data_flags = "the run's data flags again (--corpus, --data-dir, --train-file, --valid-file, --limit)"
+    dev_flag = "the run's --dev-judgments again (none, where the run began without)"
+    for split in ("train", "valid", "dev"):
         pairs, sha = f"{split}_pairs", f"{split}_sha256"
         if pairs not in before or (before[pairs], before[sha]) == (now[pairs], now[sha]):
             continue
-        unit = "rows" if split == "dev" else "pairs"
+        unit, again = ("rows", dev_flag) if split == "dev" else ("pairs", data_flags)
         was, found = (f"{data[pairs]:,} {unit}, sha256 {(data[sha] or 'none')[:12]}" for data in (before, now))
         raise ValueError(
             f"{where}: the run was started on other {split} data ({was}), so it cannot resume on these ({found}); "
