@@ -55,9 +55,10 @@ REQUIRED = (
     "scipy",
     "accelerate",
 )
-# Needed by training (train/ builds its tables with it) but not by scoring: where it does not import (say, the
-# image's pyarrow is older than it needs), the scoring sections still run and the training ones fail alone.
-TRAINING_ONLY = ("datasets",)
+# Needed by training but not by scoring: where one does not import, the scoring sections still run and the training
+# ones fail alone. datasets: train/ builds its tables with it (the image's pyarrow may be older than it needs);
+# density_train: train/ itself, a name only an install (pip install -e .) or docs/gpu.md's link gives a checkout.
+TRAINING_ONLY = ("datasets", "density_train")
 
 
 class SectionTimeout(Exception):

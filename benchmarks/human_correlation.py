@@ -103,9 +103,12 @@ def reference_columns(rows: list[dict]) -> dict[str, np.ndarray]:
     return {"BLEU-2": np.array(bleu2), "ROUGE-L": np.array(rouge_l)}
 
 
-def evaluate_turn_set(judgments: JudgmentSet, columns: list, with_facts: bool, protocols=DEFAULT_PROTOCOLS) -> dict:
+def evaluate_turn_set(
+    judgments: JudgmentSet, columns: list, with_facts: bool, protocols=DEFAULT_PROTOCOLS, with_references: bool = True
+) -> dict:
     """Per protocol (those defined for the set): correlation of every metric column with the human
-    scores. A supervised column is left out of the protocols that hold the rows it learned from."""
+    scores, and of BLEU-2 and ROUGE-L with ``with_references`` (:func:`reference_columns`). A supervised column is left
+    out of the protocols that hold the rows it learned from."""
     rows = judgments.rows
     contexts = [context_of(row, with_facts) for row in rows]
     responses = [row["response"] for row in rows]
@@ -115,7 +118,8 @@ def evaluate_turn_set(judgments: JudgmentSet, columns: list, with_facts: bool, p
     for model in columns:
         for name, column in model(contexts, responses, references).items():
             values[name], provider[name] = column, model
-    values.update(reference_columns(rows))
+    if with_references:
+        values.update(reference_columns(rows))
     out = {}
     for protocol in (p for p in protocols if has_protocol(judgments, p)):
         index, human = apply_protocol(judgments, protocol)
@@ -225,7 +229,11 @@ def add_scoring_arguments(parser: argparse.ArgumentParser) -> None:
         default=WEIGHTS_ROOT,
         help="trained baselines (python -m benchmarks.baselines train); those whose weights are missing are skipped",
     )
-    parser.add_argument("--no-baselines", action="store_true", help="leave out BERT-RUBER, MaUde and Zhao et al.")
+    parser.add_argument(
+        "--no-baselines",
+        action="store_true",
+        help="leave out the baselines: BERT-RUBER, MaUde, Zhao et al., BLEU-2 and ROUGE-L",
+    )
     parser.add_argument("--no-facts", action="store_true", help="do not put persona/fact lines in front of contexts")
     parser.add_argument("--seed", type=int, default=0)
     add_dtype_argument(parser)
@@ -318,7 +326,9 @@ def _score_sets(args, sets: list[JudgmentSet], scorer: DensityScorer, columns: l
             result = evaluate_dialogue_set(judgments, scorer, args.protocols)
             model = list(result["_values"])
         else:
-            result = evaluate_turn_set(judgments, columns, with_facts=not args.no_facts, protocols=args.protocols)
+            result = evaluate_turn_set(
+                judgments, columns, not args.no_facts, args.protocols, with_references=not args.no_baselines
+            )
             model = result.pop("_model")
             figure = f"scatter_{judgments.name}.png"
             plot_scatter(

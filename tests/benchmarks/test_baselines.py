@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 
 import numpy as np
 import pytest
@@ -359,6 +360,25 @@ def test_meta_evaluation_blends_bert_ruber_only_on_sets_with_references(ruber):
     rows[3]["reference"] = ""
     without = evaluate_turn_set(JudgmentSet("some_set", rows), columns, False, ("full",))
     assert bert_ruber.UNREFERENCED in without["full"] and bert_ruber.BLENDED not in without["full"]
+
+
+def test_without_references_the_meta_evaluation_needs_no_rouge_score(ruber, monkeypatch):
+    """--no-baselines leaves out BLEU-2 and ROUGE-L too, and with them rouge-score, which a GPU machine's image
+    lacks (its first meta-evaluation there, 2026-12-04, failed on the import)."""
+    from benchmarks.human_correlation import evaluate_turn_set
+    from density_train.data.judgments import JudgmentSet
+
+    rows = [
+        {"context": ["hi", "how are you"], "response": topic, "reference": "fine", "score": float(i)}
+        for i, topic in enumerate(TOPICS * 3)
+    ]
+    columns = [load_columns("bert-ruber", ruber[0])]
+    monkeypatch.setitem(sys.modules, "rouge_score", None)  # any import of it raises ImportError
+    with pytest.raises(ImportError):
+        evaluate_turn_set(JudgmentSet("some_set", rows), columns, False, ("full",))
+    result = evaluate_turn_set(JudgmentSet("some_set", rows), columns, False, ("full",), with_references=False)
+    assert bert_ruber.UNREFERENCED in result["full"]
+    assert "BLEU-2" not in result["full"] and "ROUGE-L" not in result["full"]
 
 
 def test_embedding_cache_returns_the_computed_vectors_and_checks_its_file(tiny_encoder, tmp_path, monkeypatch):

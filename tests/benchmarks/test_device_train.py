@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -233,6 +234,35 @@ def test_a_dry_run_at_device_scale_records_every_command_and_runs_none(backbone,
         and "--protocols full paper dev" in sections["human_correlation"]["command"]
     )
     assert not (tmp_path / "w" / "training").exists() and not list(out.glob(f"{WEIGHTS}.part*"))
+
+
+def test_without_the_training_package_the_report_names_it_and_the_training_sections_fail(backbone, dialogues, tmp_path):
+    """A checkout that was never installed has no density_train (train/ imports only under that name): the GPU
+    machine's first call of 2026-12-04 found none. The report names it in the import check, the training and fit
+    sections fail on it, and the command exits 1."""
+    shadow = tmp_path / "shadow" / "density_train"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'density_train'\")\n")
+    out = tmp_path / "out"
+    command = [
+        sys.executable,
+        "-m",
+        "benchmarks.device_train",
+        "paper",
+        "--dry-run",
+        "--tiny",
+        "--start",
+        str(backbone),
+    ]
+    command += ["--data-dir", str(dialogues), "--out", str(out), "--work", str(tmp_path / "w")]
+    env = {**os.environ, "PYTHONPATH": str(shadow.parent)}
+    completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    report = json.loads((out / REPORT).read_text())
+    assert completed.returncode == 1
+    assert report["missing_packages"] == ["density_train: ModuleNotFoundError: No module named 'density_train'"]
+    assert report["sections"]["versions"]["status"] == "measured"
+    assert report["sections"]["train"]["status"].startswith("failed: ModuleNotFoundError")
+    assert report["sections"]["fit"]["status"].startswith("failed: ModuleNotFoundError")
 
 
 def test_each_later_section_has_its_seconds_before_the_deadline_and_training_the_rest(tmp_path):
