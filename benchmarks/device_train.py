@@ -2,7 +2,7 @@
 fitted on every training gold, the meta-evaluation on the sets that travel, the float16 weights when asked.
 
     python3 -m benchmarks.device_train paper --out "$OUT" --data-dir .carry/data --deadline-s 500 \\
-        --start .carry/backbone --commit COMMIT [--bring-weights]
+        --start .carry/backbone --commit COMMIT [--bring-weights] [--then release]
     python3 -m benchmarks.device_train reassemble FILES_AT INTO
 
 Recipes: benchmarks/device_recipes.py (``paper``, ``release``, ``paper-64``). Sections, in order (:data:`SECTIONS`):
@@ -14,6 +14,10 @@ Recipes: benchmarks/device_recipes.py (``paper``, ``release``, ``paper-64``). Se
    when its schedule ends;
 3. ``fit``: where the guard stopped the run first, ``python -m train fit`` of its kept model (best/, or its last
    state) on every training gold;
+3b. ``then``, only with ``--then RECIPE`` (a recipe that starts from a checkpoint): that recipe trained from the fitted
+   checkpoint of 2-3 and fitted likewise, in ``--then-s`` seconds; the sections below then measure and bring back
+   this second stage's checkpoint, and the first stage's files come back under ``first/`` in the tar (no weights
+   of intermediate stages travel);
 4. ``human_correlation``: ``benchmarks.human_correlation`` (in this process) of the checkpoint on every judgment set in
    ``--data-dir`` (protocols full, paper and dev; no baselines), with the DailyDialog probes;
 5. ``corpus_probes``: ``benchmarks.corpus_probes`` (in this process) on the corpora in ``--data-dir``;
@@ -83,6 +87,7 @@ SCALES = {
     "human_correlation_s": (75.0, 45.0),
     "corpus_probes_s": (30.0, 25.0),
     "weights_s": (10.0, 5.0),
+    "then_s": (180.0, 70.0),  # with --then: the second stage's run and its fit
 }
 CORPUS_PROBES = ("dailydialog", "self_dialogue")  # those of benchmarks.corpus_probes that read a folder of --data-dir
 
@@ -96,32 +101,47 @@ class TrainRun(SectionRun):
 
     @property
     def training(self) -> Path:
+        """The last stage's folder: its checkpoint is the one evaluated and brought back."""
         return self.work / "training"
 
     @property
     def checkpoint(self) -> Path:
         return self.training / "run" / "checkpoint"
 
+    @property
+    def first(self) -> Path:
+        """The recipe's own stage: ``training/``, or ``first/`` where ``--then`` trains a second stage from it."""
+        return self.work / "first" if self.args.then else self.training
+
     def bring_back(self) -> None:
-        """training.tar.gz rewritten: the run's files (:func:`run_files`: ``run/checkpoint/`` and the logs, as the
-        device check's, so that ``reassemble`` rebuilds it) and the evaluations' outputs (``meta/``)."""
+        """training.tar.gz rewritten: the last stage's files (:func:`run_files`: ``run/checkpoint/`` and the logs, as
+        the device check's, so that ``reassemble`` rebuilds it), the first stage's under ``first/`` where there are
+        two, and the evaluations' outputs (``meta/``)."""
         meta = sorted(path for path in (self.work / "meta").rglob("*") if path.is_file())
-        tar_files(Path(self.args.out) / TRAINING_TAR, {self.training: run_files(self.training), self.work: meta})
+        stages = run_files(self.first) if self.args.then else []
+        tar_files(
+            Path(self.args.out) / TRAINING_TAR,
+            {self.training: run_files(self.training), self.work: [*meta, *stages]},
+        )
 
 
 # ------------------------------------------------------------------------------------------ the commands
 
 
-def train_argv(args: argparse.Namespace, out: Path, minutes: float) -> list[str]:
-    """``python -m train`` arguments of the recipe at the scale of ``args``, into ``out``, guarded at ``minutes``;
-    the arguments after ``--`` last (a repeated flag's last value wins)."""
-    recipe = RECIPES[args.recipe]
+def train_argv(
+    args: argparse.Namespace, out: Path, minutes: float, recipe_name: str | None = None, start: str | None = None
+) -> list[str]:
+    """``python -m train`` arguments of the recipe (``args.recipe``, or ``recipe_name``) from ``args.start`` (or
+    ``start``) at the scale of ``args``, into ``out``, guarded at ``minutes``; the arguments after ``--`` last (a
+    repeated flag's last value wins)."""
+    recipe_name = recipe_name or args.recipe
+    recipe = RECIPES[recipe_name]
     data = Path(args.data_dir)
     argv = ["train", *recipe.flags, "--data-dir", str(data / "dailydialog"), "--out", str(out)]
-    argv += ["--backbone" if recipe.starts_from == "backbone" else "--init-from", args.start]
+    argv += ["--backbone" if recipe.starts_from == "backbone" else "--init-from", start or args.start]
     argv += ["--valid-limit", str(args.valid_limit), "--valid-fit-pairs", str(args.valid_fit_pairs)]
     argv += ["--fit-batch-size", str(args.fit_batch_size), "--mixed-precision", args.mixed_precision]
-    argv += ["--name", f"density-minilm-{args.recipe}", "--max-minutes", f"{minutes:.4g}"]
+    argv += ["--name", f"density-minilm-{recipe_name}", "--max-minutes", f"{minutes:.4g}"]
     steps = recipe.steps_per_epoch if args.steps_per_epoch < 0 else args.steps_per_epoch
     argv += ["--max-steps-per-epoch", str(steps)] if steps else []
     argv += ["--epochs", str(args.epochs)] if args.epochs else []
@@ -132,8 +152,9 @@ def train_argv(args: argparse.Namespace, out: Path, minutes: float) -> list[str]
     return argv + args.train_args
 
 
-def parsed_train_args(argv: list[str]) -> argparse.Namespace:
-    """The train command's arguments through its own parser, and its recipe checked (a ValueError names a flag)."""
+def parsed_train_args(argv: list[str], check_config: bool = True) -> argparse.Namespace:
+    """The train command's arguments through its own parser, and (``check_config``) its recipe checked, which reads
+    the folders it names (a ValueError names a flag)."""
     from density_train.commands import build_parser
     from density_train.config.flags import config_from_args
 
@@ -143,7 +164,7 @@ def parsed_train_args(argv: list[str]) -> argparse.Namespace:
             args = build_parser().parse_args(argv)
     except SystemExit:  # argparse's error, of the command or of its subcommand: its last line says what
         raise ValueError("python -m train: " + (printed.getvalue().strip().splitlines() or ["?"])[-1]) from None
-    args.config = config_from_args(args)
+    args.config = config_from_args(args) if check_config else None
     return args
 
 
@@ -175,22 +196,41 @@ def shown(module: str, argv: list[str]) -> str:
 def train(run: TrainRun, result: dict, ends: float) -> str | None:
     """The recipe's run, guarded at this section's end; the subprocess may run on into the fit's time, to fit."""
     args = run.args
+    return train_stage(run, result, args.recipe, args.start, run.first, ends, run.ends["fit"] - 2, check_start=True)
+
+
+def train_stage(
+    run: TrainRun,
+    result: dict,
+    recipe: str,
+    start: str,
+    folder: Path,
+    guard_end: float,
+    kill_at: float,
+    check_start: bool = False,
+) -> str | None:
+    """``python -m train train`` of ``recipe`` from ``start`` into ``folder/run``, its --max-minutes guard at
+    ``guard_end`` (less the run's imports and data: --train-start-s), killed at ``kill_at`` (past the guard, its own
+    fit); the run's summary into ``result``. ``check_start``: the data and ``start`` folders checked first, dry
+    run or not."""
+    args = run.args
     # The guard counts from the trainer's start, after the run's imports and data: those seconds come off it.
-    minutes = args.train_minutes or max(ends - time.monotonic() - args.train_start_s, 1) / 60
-    argv = train_argv(args, run.training / "run", minutes)
+    minutes = args.train_minutes or max(guard_end - time.monotonic() - args.train_start_s, 1) / 60
+    argv = train_argv(args, folder / "run", minutes, recipe, start)
     result["command"] = shown("train", argv)
-    parsed = parsed_train_args(argv)  # a flag that does not exist fails here, in seconds, dry run or not
-    for flag, path in (("--data-dir", Path(args.data_dir) / "dailydialog"), ("--start", Path(args.start))):
-        if not path.is_dir() and not (flag == "--start" and args.start in ("default", "minilm")):
+    # A flag that does not exist fails here, in seconds, dry run or not; a dry run's second stage starts from a
+    # checkpoint that is not there yet, so its recipe is not checked against it.
+    parsed = parsed_train_args(argv, check_config=check_start or not args.dry_run)
+    for flag, path in (("--data-dir", Path(args.data_dir) / "dailydialog"), ("--start", Path(start))):
+        if check_start and not path.is_dir() and not (flag == "--start" and start in ("default", "minilm")):
             raise ValueError(f"{flag}: no folder {path}")
     result["contexts_per_step"] = parsed.batch_size * parsed.grad_accum
     if args.dry_run:
         return "skipped: dry run"
-    run.training.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     run.save()
-    seconds = run.ends["fit"] - time.monotonic() - 2  # where the schedule ends in time, the run fits its Gaussian
-    result["train"] = run_module("train", argv, run.training, "train", seconds)
-    log = run.training / "run" / "log.jsonl"
+    result["train"] = run_module("train", argv, folder, "train", kill_at - time.monotonic())
+    log = folder / "run" / "log.jsonl"
     if log.is_file():
         result.update(training_summary(log, result["contexts_per_step"]))
     run.bring_back()
@@ -204,28 +244,61 @@ def train(run: TrainRun, result: dict, ends: float) -> str | None:
 
 def fit(run: TrainRun, result: dict, ends: float) -> str | None:
     """Nothing where the run fitted its checkpoint; else ``python -m train fit`` of its kept model."""
-    args = run.args
     printed = run.report["sections"]["train"].get("train", {}).get("printed", {})
-    if (run.checkpoint / CONFIG_FILE).is_file() and "fit" in printed:
+    return fit_stage(run, result, run.args.recipe, run.first, printed, ends)
+
+
+def fit_stage(
+    run: TrainRun,
+    result: dict,
+    recipe: str,
+    folder: Path,
+    printed: dict,
+    ends: float,
+    start: str | None = None,
+    key: str = "command",
+) -> str | None:
+    """Where the run of ``recipe`` (from ``start``) in ``folder`` fitted no checkpoint (``printed``: what it
+    printed), ``python -m train fit`` of its kept model (best/, or its last state) into ``folder/run/checkpoint``,
+    by ``ends``; its command under ``key`` of ``result``."""
+    args, checkpoint = run.args, folder / "run" / "checkpoint"
+    if (checkpoint / CONFIG_FILE).is_file() and "fit" in printed:
         result.update(by="python -m train train, after its schedule", **printed["fit"])
         return None
-    folder = run.training / "run"
-    encoder = next((folder / name for name in ("best", "state") if (folder / name).is_dir()), folder / "best")
-    parsed = parsed_train_args(train_argv(args, folder, 1))
-    argv = fit_argv(encoder, run.checkpoint, Path(args.data_dir) / "dailydialog", parsed.config.pair_format)
+    run_folder = folder / "run"
+    encoder = next(
+        (run_folder / name for name in ("best", "state") if (run_folder / name).is_dir()), run_folder / "best"
+    )
+    parsed = parsed_train_args(train_argv(args, run_folder, 1, recipe, start))
+    argv = fit_argv(encoder, checkpoint, Path(args.data_dir) / "dailydialog", parsed.config.pair_format)
     argv += ["--dailydialog-train", parsed.dailydialog_train, "--batch-size", str(args.fit_batch_size)]
-    argv += ["--name", f"density-minilm-{args.recipe}"]
-    result["command"] = shown("train", argv)
+    argv += ["--name", f"density-minilm-{recipe}"]
+    result[key] = shown("train", argv)
     if args.dry_run:
         return "skipped: dry run (the run's own fit, or this one where its guard stops it first)"
     if not encoder.is_dir():
-        raise RuntimeError(f"the run left neither best/ nor state/ in {folder}: nothing to fit")
-    result["fit"] = run_module("train", argv, run.training, "fit", ends - time.monotonic() - 2)
+        raise RuntimeError(f"the run left neither best/ nor state/ in {run_folder}: nothing to fit")
+    result["fit"] = run_module("train", argv, folder, "fit", ends - time.monotonic() - 2)
     run.bring_back()
     if result["fit"]["exit_code"] != 0:
         raise RuntimeError(f"python -m train fit {ended(result['fit'])}: see training.tar.gz")
     result.update(by=f"python -m train fit of {encoder.name}/", **result["fit"].get("printed", {}))
     return None
+
+
+def then(run: TrainRun, result: dict, ends: float) -> str | None:
+    """With ``--then RECIPE``: that recipe from the first stage's fitted checkpoint, guarded --fit-s before this
+    section's end, and fitted (by its own run, or by ``python -m train fit`` where its guard stopped it first)."""
+    args = run.args
+    start = run.first / "run" / "checkpoint"
+    if not args.dry_run and not (start / CONFIG_FILE).is_file():
+        raise RuntimeError(f"no fitted checkpoint of the first stage in {start} (see train and fit)")
+    status = train_stage(run, result, args.then, str(start), run.training, ends - args.fit_s, ends - 2)
+    if args.dry_run:  # its fit's command needs the first stage's checkpoint (its pair format)
+        return status
+    printed = result["train"].get("printed", {})
+    fitted = fit_stage(run, result, args.then, run.training, printed, ends, str(start), "fit_command")
+    return status or fitted
 
 
 def meta_section(module: str, summary):
@@ -292,21 +365,31 @@ SECTIONS = {
 }
 
 
+def planned(args: argparse.Namespace) -> dict:
+    """The sections of a run, in order: :data:`SECTIONS`, with ``then`` after the fit where ``--then`` is given."""
+    if not args.then:
+        return SECTIONS
+    names = list(SECTIONS)
+    at = names.index("fit") + 1
+    return {name: SECTIONS.get(name, then) for name in [*names[:at], "then", *names[at:]]}
+
+
 def plan(run: TrainRun) -> dict:
     """Every section and its end (:func:`section_ends`), kept on ``run`` for the training run's timeout."""
     run.ends = section_ends(run)
-    return {name: (SECTIONS[name], run.ends[name]) for name in SECTIONS}
+    return {name: (section, run.ends[name]) for name, section in planned(run.args).items()}
 
 
 def section_ends(run: TrainRun) -> dict[str, float]:
     """When each section must end (``time.monotonic()``): those after the training run their seconds (``--fit-s``
     and so on) before the deadline, counted back from it; the training run the rest; versions by the deadline."""
+    names = list(planned(run.args))
     ends, end = {"versions": run.at(1.0)}, run.at(1.0)
-    later = {name: getattr(run.args, f"{name}_s") for name in list(SECTIONS)[2:]}
+    later = {name: getattr(run.args, f"{name}_s") for name in names[2:]}
     for name in reversed(list(later)):
         ends[name], end = end, end - later[name]
     ends["train"] = end
-    return {name: ends[name] for name in SECTIONS}
+    return {name: ends[name] for name in names}
 
 
 # -------------------------------------------------------------------------------------------------- main
@@ -329,12 +412,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="with --bring-weights: only where the probes hold their floors and DailyDialog-Zhao's dev Spearman is "
         "above this (the bundled model's: 55.82)",
     )
+    parser.add_argument(
+        "--then",
+        choices=[name for name, recipe in RECIPES.items() if recipe.starts_from == "checkpoint"],
+        help="a second stage: this recipe from the first's fitted checkpoint, in --then-s seconds before the "
+        "meta-evaluation, which then measures (and --bring-weights brings back) the second stage's checkpoint",
+    )
     parser.add_argument("--train-minutes", type=float, help="the run's --max-minutes (default: its section's time)")
     parser.add_argument("--dry-run", action="store_true", help="check and record the commands, run none")
     split = argv.index("--") if "--" in argv else len(argv)  # after "--": flags for python -m train train
     args = parser.parse_args(argv[:split])
     args.train_args = argv[split + 1 :]
     check_run_arguments(parser, args, SCALES)
+    if args.then and args.train_minutes:
+        parser.error("--train-minutes guards the first stage alone: not with --then")
     if args.start is None:
         args.start = ".carry/backbone" if RECIPES[args.recipe].starts_from == "backbone" else "default"
     return args

@@ -234,6 +234,13 @@ def test_a_dry_run_at_device_scale_records_every_command_and_runs_none(backbone,
         and "--protocols full paper dev" in sections["human_correlation"]["command"]
     )
     assert not (tmp_path / "w" / "training").exists() and not list(out.glob(f"{WEIGHTS}.part*"))
+    # with a second stage, whose start (the first stage's checkpoint) a dry run never makes
+    command += ["--then", "release"]
+    completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    then = json.loads((out / REPORT).read_text())["sections"]["then"]
+    assert then["status"] == "skipped: dry run" and "--max-steps-per-epoch 3800" in then["command"]
+    assert f"--init-from {tmp_path / 'w' / 'first' / 'run' / 'checkpoint'}" in then["command"]
 
 
 def test_without_the_training_package_the_report_names_it_and_the_training_sections_fail(backbone, dialogues, tmp_path):
@@ -274,6 +281,61 @@ def test_each_later_section_has_its_seconds_before_the_deadline_and_training_the
     assert ends["human_correlation"] == ends["corpus_probes"] - args.corpus_probes_s
     assert ends["fit"] == ends["human_correlation"] - args.human_correlation_s
     assert ends["train"] == ends["fit"] - args.fit_s == 640.0 - 175.0
+
+
+def test_with_then_its_stage_has_its_seconds_between_the_fit_and_the_meta_evaluation(tmp_path):
+    args = parse_args(["paper", "--then", "release", "--out", str(tmp_path), "--deadline-s", "540"])
+    run = device_train.TrainRun(args, 100.0, {}, tmp_path)
+    ends = section_ends(run)
+    assert list(ends) == ["versions", "train", "fit", "then", "human_correlation", "corpus_probes", "weights"]
+    assert ends["then"] == ends["human_correlation"] - args.human_correlation_s
+    assert ends["fit"] == ends["then"] - args.then_s
+    assert ends["train"] == ends["fit"] - args.fit_s == 640.0 - 175.0 - 180.0
+    assert run.first == tmp_path / "first" and run.checkpoint == tmp_path / "training" / "run" / "checkpoint"
+    for flags in (["--then", "paper"], ["--then", "release", "--train-minutes", "1"]):
+        with pytest.raises(SystemExit):
+            parse_args(["paper", "--out", str(tmp_path), *flags])
+
+
+def test_then_trains_a_second_stage_from_the_first_checkpoint_and_brings_back_its_weights(
+    tmp_path, backbone, dialogues
+):
+    """``paper --then release``: the release recipe from the paper stage's fitted checkpoint, in one command; the
+    meta-evaluation and the weights are the second stage's, the first stage's files come back under first/."""
+    import tarfile
+
+    from density_metric.checkpoint.format import CONFIG_FILE
+    from density_train.loop.run_log import read_log
+
+    if not ZHAO.is_file():
+        pytest.skip(f"no {ZHAO}")
+    data = tmp_path / "data"
+    shutil.copytree(dialogues, data)
+    (data / "zhao2020").mkdir()
+    (data / "zhao2020" / ZHAO.name).write_text("".join(ZHAO.read_text(encoding="utf-8").splitlines(True)[:60]))
+    # 8 contexts a step: the release recipe keeps 6 of them for golds that reuse the last turn
+    flags = ["--then", "release", "--batch-size", "8", "--deadline-s", "300", "--bring-weights", *TINY_FORMAT]
+    completed, out = device_train_command(tmp_path, backbone, data, *flags)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    report = json.loads((out / REPORT).read_text())
+    names = [*list(SECTIONS)[:3], "then", *list(SECTIONS)[3:]]
+    assert list(report["sections"]) == names and statuses(out) == dict.fromkeys(names, "measured")
+    work = tmp_path / "work"
+    first, second = work / "first" / "run", work / "training" / "run"
+    then = report["sections"]["then"]
+    assert f"--init-from {first / 'checkpoint'}" in then["command"] and "--density-weight 1" in then["command"]
+    assert then["steps_taken"] == 20 and then["by"] == "python -m train train, after its schedule"
+    assert (first / "checkpoint" / CONFIG_FILE).is_file() and (second / "checkpoint" / CONFIG_FILE).is_file()
+    assert [r["type"] for r in read_log(second / "log.jsonl")].count("eval") == 2
+    human = report["sections"]["human_correlation"]["command"]
+    assert f"--checkpoint {second / 'checkpoint'}" in human
+    brought = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(out.glob(f"{WEIGHTS}.part*")))).hexdigest()
+    assert brought == hashlib.sha256((second / "checkpoint" / WEIGHTS).read_bytes()).hexdigest()
+    assert brought != hashlib.sha256((first / "checkpoint" / WEIGHTS).read_bytes()).hexdigest()
+    with tarfile.open(out / TRAINING_TAR) as tar:
+        names = set(tar.getnames())
+    assert {"run/log.jsonl", "first/run/log.jsonl", "first/run/checkpoint/config.json"} <= names
+    assert "run/checkpoint/config.json" in names and not any(name.endswith(WEIGHTS) for name in names)
 
 
 def test_a_failing_section_is_recorded_and_the_next_one_runs(tmp_path):

@@ -157,14 +157,27 @@ def train_command(args) -> None:
         progress = trainer.train(stop_after_seconds=args.max_minutes * 60 if args.max_minutes else None)
     except ValueError as err:
         fail(str(err))
+    memory = peak_gpu_memory(trainer.accelerator.device)
     if progress["epoch"] < config.epochs:
-        print(json.dumps({"stopped": progress, "resume": "run the same command again"}))
+        print(json.dumps({"stopped": progress, "resume": "run the same command again", **memory}))
         return
     if trainer.accelerator.is_main_process:
-        write_checkpoint(args, config, trainer, progress, (train_pairs, valid_pairs), len(train_data[1]))
+        write_checkpoint(args, config, trainer, progress, (train_pairs, valid_pairs), len(train_data[1]), memory)
 
 
-def write_checkpoint(args, config, trainer, progress: dict, fit_pairs: tuple, train_contexts: int) -> None:
+def peak_gpu_memory(device) -> dict:
+    """``{"peak_gpu_memory_gib": ...}``, the most this process's CUDA tensors held on ``device`` (torch's
+    ``max_memory_allocated``), or nothing off CUDA."""
+    import torch
+
+    if torch.device(device).type != "cuda":
+        return {}
+    return {"peak_gpu_memory_gib": round(torch.cuda.max_memory_allocated(device) / 2**30, 2)}
+
+
+def write_checkpoint(
+    args, config, trainer, progress: dict, fit_pairs: tuple, train_contexts: int, memory: dict | None = None
+) -> None:
     """After a finished run: ``checkpoint/`` from the model kept in ``best/`` (the evaluation the selection
     chose, as the trainer did), the Gaussian fitted on ``fit_pairs``' training pairs with it (validated on its
     validation pairs), and the model card, which counts the corpus's ``train_contexts``."""
@@ -210,4 +223,4 @@ def write_checkpoint(args, config, trainer, progress: dict, fit_pairs: tuple, tr
         estimator=args.estimator,
         weights_dtype=args.weights_dtype,
     )
-    print(json.dumps({"progress": progress, "best": best, "fit": report}, indent=2))
+    print(json.dumps({"progress": progress, "best": best, "fit": report, **(memory or {})}, indent=2))

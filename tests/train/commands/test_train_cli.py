@@ -261,3 +261,16 @@ def test_a_count_flag_out_of_range_is_an_error_line_naming_it(tmp_path, train_cl
     # They gave a ZeroDivisionError, a reshape error, a missing log or a message naming another flag.
     argv = ["train", "--corpus", "dailydialog", "--data-dir", tmp_path, "--out", tmp_path / "out", flag, value]
     assert train_cli_error(argv) == f"error: {flag} must be at least {least}, got {value}"
+
+
+def test_the_peak_gpu_memory_is_printed_on_cuda_only(monkeypatch):
+    """A run's last JSON line carries ``peak_gpu_memory_gib`` on CUDA (torch's max_memory_allocated, in GiB), and
+    nothing on the CPU, where no such figure exists."""
+    import torch
+
+    from density_train.commands.train import peak_gpu_memory
+
+    assert peak_gpu_memory("cpu") == {} and peak_gpu_memory(torch.device("cpu")) == {}
+    asked = []
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device: asked.append(device) or 3 * 2**29)
+    assert peak_gpu_memory("cuda:0") == {"peak_gpu_memory_gib": 1.5} and asked == ["cuda:0"]
