@@ -8,6 +8,8 @@ fitted on every training gold, the meta-evaluation on the sets that travel, the 
 Recipes: benchmarks/device_recipes.py (``paper``, ``release``, ``paper-64``). Sections, in order (:data:`SECTIONS`):
 
 1. ``versions``: python, torch, CUDA, the GPU and the packages, the commit (as in benchmarks/device_check.py);
+1b. ``profile``, only with ``--profile-steps N``: N steps of the recipe under ``torch.profiler``, in this process
+   (the wall, GPU-busy and host-operator time a step, the operators that take most);
 2. ``train``: ``python -m train train`` with the recipe from ``--start`` (a backbone folder, or a checkpoint for a
    recipe that starts from one), its ``--max-minutes`` guard at the section's end; one evaluation per epoch, the
    kept model as the recipe selects; the run fits its Gaussian on every training gold (on the GPU where there is one)
@@ -88,6 +90,9 @@ SCALES = {
     "corpus_probes_s": (30.0, 25.0),
     "weights_s": (10.0, 5.0),
     "then_s": (180.0, 70.0),  # with --then: the second stage's run and its fit
+    "profile_s": (60.0, 40.0),  # with --profile-steps: the profile, before the training run
+    "profile_warm_up": (10, 2),
+    "profile_pairs": (4000, 240),
 }
 CORPUS_PROBES = ("dailydialog", "self_dialogue")  # those of benchmarks.corpus_probes that read a folder of --data-dir
 
@@ -191,6 +196,76 @@ def shown(module: str, argv: list[str]) -> str:
 
 
 # ----------------------------------------------------------------------------------------------- sections
+
+
+def profile(run: TrainRun, result: dict, ends: float) -> str | None:
+    """With ``--profile-steps N``: N steps of the recipe's first stage under ``torch.profiler``, after
+    ``--profile-warm-up`` steps, in this process, on the first ``--profile-pairs`` training pairs (the trainer's
+    start reads every pair it is given). Per step: the wall time; the GPU's busy time (its kernels and copies, summed);
+    the host's time inside operators (their self times, every thread; Python between them is not in it); and the
+    operators that take most of each. A GPU busy for much less than the wall time waits for the host."""
+    import torch
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as profiled
+
+    from density_train.data.corpora import load_corpus
+    from density_train.data.examples import SelectionData
+    from density_train.loop.trainer import Trainer
+
+    args = run.args
+    folder = run.work / "profile" / "run"
+    argv = train_argv(args, folder, 1) + ["--limit", str(args.profile_pairs), "--epochs", "1"]
+    parsed = parsed_train_args(argv)
+    result["command"] = shown("train", argv) + " (its trainer, in this process)"
+    if args.dry_run:
+        return "skipped: dry run"
+    train_data, valid_data = load_corpus(parsed, with_dialogues=True)
+    train, valid = SelectionData.from_pairs(*train_data), SelectionData.from_pairs(*valid_data)
+    trainer = Trainer(parsed.config, train, valid, folder)
+    steps, warm_up = args.profile_steps, args.profile_warm_up
+    if warm_up + steps >= trainer.steps_per_epoch:  # the epoch's end would run an evaluation inside the profile
+        raise ValueError(
+            f"--profile-warm-up {warm_up} + --profile-steps {steps} must stay under the {trainer.steps_per_epoch} "
+            f"steps of an epoch of --profile-pairs {args.profile_pairs}"
+        )
+    trainer.save_state = lambda: None  # no weights written at the stops
+    cuda = trainer.accelerator.device.type == "cuda"
+    trainer.train(stop_after_steps=warm_up)
+    synchronize = torch.cuda.synchronize if cuda else lambda: None
+    synchronize()
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+    started = time.perf_counter()
+    with profiled(activities=[ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]) as profiler:
+        trainer.train(stop_after_steps=steps)
+        synchronize()
+    wall = time.perf_counter() - started
+    contexts = parsed.batch_size * parsed.grad_accum
+    precision = trainer.accelerator.mixed_precision
+    result.update(steps=steps, warm_up=warm_up, contexts_per_step=contexts, mixed_precision=precision)
+    result.update(wall_ms_per_step=round(1000 * wall / steps, 2), contexts_per_s=round(contexts * steps / wall, 1))
+    events = profiler.key_averages()
+    operators = [event for event in events if event.device_type.name == "CPU"]
+    kernels = [event for event in events if event.device_type.name != "CPU"]
+
+    def per_step(microseconds: float) -> float:
+        return round(microseconds / 1000 / steps, 3)
+
+    def top(found, time_of) -> list[dict]:
+        ranked = sorted(found, key=time_of, reverse=True)[:15]
+        return [{"name": e.key, "calls": round(e.count / steps, 1), "ms": per_step(time_of(e))} for e in ranked]
+
+    result["host_operator_ms_per_step"] = per_step(sum(event.self_cpu_time_total for event in operators))
+    result["top_host"] = top(operators, lambda event: event.self_cpu_time_total)
+    if cuda:
+        result["gpu_busy_ms_per_step"] = per_step(sum(event.self_device_time_total for event in kernels))
+        result["gpu_busy_share"] = round(result["gpu_busy_ms_per_step"] / result["wall_ms_per_step"], 3)
+        result["top_gpu"] = top(operators, lambda event: event.self_device_time_total)
+        result["peak_gpu_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+    del trainer, profiler
+    if cuda:
+        torch.cuda.empty_cache()
+    return None
 
 
 def train(run: TrainRun, result: dict, ends: float) -> str | None:
@@ -366,12 +441,14 @@ SECTIONS = {
 
 
 def planned(args: argparse.Namespace) -> dict:
-    """The sections of a run, in order: :data:`SECTIONS`, with ``then`` after the fit where ``--then`` is given."""
-    if not args.then:
-        return SECTIONS
+    """The sections of a run, in order: :data:`SECTIONS`, with ``profile`` before the training run where
+    ``--profile-steps`` is given and ``then`` after the fit where ``--then`` is."""
     names = list(SECTIONS)
-    at = names.index("fit") + 1
-    return {name: SECTIONS.get(name, then) for name in [*names[:at], "then", *names[at:]]}
+    if args.then:
+        names.insert(names.index("fit") + 1, "then")
+    if args.profile_steps:
+        names.insert(names.index("train"), "profile")
+    return {name: {"then": then, "profile": profile}.get(name) or SECTIONS[name] for name in names}
 
 
 def plan(run: TrainRun) -> dict:
@@ -385,10 +462,12 @@ def section_ends(run: TrainRun) -> dict[str, float]:
     and so on) before the deadline, counted back from it; the training run the rest; versions by the deadline."""
     names = list(planned(run.args))
     ends, end = {"versions": run.at(1.0)}, run.at(1.0)
-    later = {name: getattr(run.args, f"{name}_s") for name in names[2:]}
+    later = {name: getattr(run.args, f"{name}_s") for name in names[names.index("train") + 1 :]}
     for name in reversed(list(later)):
         ends[name], end = end, end - later[name]
     ends["train"] = end
+    if "profile" in names:  # its seconds from the start, the training run's from what is left
+        ends["profile"] = min(run.started + run.args.profile_s, end)
     return {name: ends[name] for name in names}
 
 
@@ -419,6 +498,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "meta-evaluation, which then measures (and --bring-weights brings back) the second stage's checkpoint",
     )
     parser.add_argument("--train-minutes", type=float, help="the run's --max-minutes (default: its section's time)")
+    parser.add_argument(
+        "--profile-steps", type=int, default=0, help="profile this many steps of the first stage before it (0: none)"
+    )
     parser.add_argument("--dry-run", action="store_true", help="check and record the commands, run none")
     split = argv.index("--") if "--" in argv else len(argv)  # after "--": flags for python -m train train
     args = parser.parse_args(argv[:split])

@@ -338,6 +338,27 @@ def test_then_trains_a_second_stage_from_the_first_checkpoint_and_brings_back_it
     assert "run/checkpoint/config.json" in names and not any(name.endswith(WEIGHTS) for name in names)
 
 
+def test_a_profile_times_steps_of_the_first_stage_before_it(tmp_path, backbone, dialogues):
+    """--profile-steps: a section before the training run, its seconds from the start; on CPU it reports the wall
+    time and the operators' host time a step (no GPU figures), and refuses more steps than an epoch holds."""
+    flags = ["--tiny", "--start", str(backbone), "--data-dir", str(dialogues), "--out", str(tmp_path / "out")]
+    flags += ["--work", str(tmp_path / "work"), "--deadline-s", "200", *TINY_FORMAT]
+    args = parse_args(["paper", "--profile-steps", "3", *flags])
+    run = device_train.TrainRun(args, time.monotonic(), {}, tmp_path / "work")
+    ends = section_ends(run)
+    assert list(ends)[:3] == ["versions", "profile", "train"] and ends["profile"] == run.started + args.profile_s
+    result = {}
+    assert device_train.profile(run, result, ends["profile"]) is None
+    assert result["steps"] == 3 and result["warm_up"] == 2 and result["contexts_per_step"] == 4
+    assert result["wall_ms_per_step"] > 0 and result["host_operator_ms_per_step"] > 0
+    assert any(entry["name"].startswith("aten::") for entry in result["top_host"])
+    assert "gpu_busy_ms_per_step" not in result and "top_gpu" not in result
+    args = parse_args(["paper", "--profile-steps", "9", *flags])  # 2 + 9 of the tiny epoch's 10 steps
+    with pytest.raises(ValueError, match="--profile-warm-up 2 \\+ --profile-steps 9 must stay under the 10 steps"):
+        device_train.profile(device_train.TrainRun(args, time.monotonic(), {}, tmp_path / "w2"), {}, 0.0)
+    assert list(section_ends(device_train.TrainRun(parse_args(["paper", *flags]), 0.0, {}, tmp_path))) == list(SECTIONS)
+
+
 def test_a_failing_section_is_recorded_and_the_next_one_runs(tmp_path):
     def fails(run, result, ends):
         result["partial"] = 1
