@@ -199,10 +199,28 @@ def shown(module: str, argv: list[str]) -> str:
 
 
 def profile(run: TrainRun, result: dict, ends: float) -> str | None:
-    """With ``--profile-steps N``: N steps of the recipe's first stage under ``torch.profiler``, after
-    ``--profile-warm-up`` steps, in this process, on the first ``--profile-pairs`` training pairs (the trainer's
-    start reads every pair it is given). Per step: the wall time; the GPU's busy time (its kernels and copies, summed);
-    the host's time inside operators (their self times, every thread; Python between them is not in it); and the
+    """With ``--profile-steps N``: N steps of each of ``--profile-recipes`` (default: the run's own, which must
+    start from the same kind of folder, ``--start``) under ``torch.profiler``, one after another
+    (:func:`profile_recipe`), each recipe's numbers under its name."""
+    args = run.args
+    for name in args.profile_recipes or [args.recipe]:
+        if RECIPES[name].starts_from != RECIPES[args.recipe].starts_from:
+            raise ValueError(
+                f"--profile-recipes {name} starts from a {RECIPES[name].starts_from}, --start is a "
+                f"{RECIPES[args.recipe].starts_from} ({args.recipe})"
+            )
+    for name in args.profile_recipes or [args.recipe]:
+        result[name] = {}
+        status = profile_recipe(run, name, result[name])
+        run.save()
+    return status
+
+
+def profile_recipe(run: TrainRun, recipe: str, result: dict) -> str | None:
+    """``--profile-steps`` steps of ``recipe`` under ``torch.profiler``, after ``--profile-warm-up`` steps, its
+    trainer in this process, on the first ``--profile-pairs`` training pairs (the trainer's start reads every pair it
+    is given). Per step: the wall time; the GPU's busy time (its kernels and copies, summed); the host's time inside
+    operators (their self times, every thread; Python between them is not in it) and the operator calls; and the
     operators that take most of each. A GPU busy for much less than the wall time waits for the host."""
     import torch
     from torch.profiler import ProfilerActivity
@@ -213,8 +231,8 @@ def profile(run: TrainRun, result: dict, ends: float) -> str | None:
     from density_train.loop.trainer import Trainer
 
     args = run.args
-    folder = run.work / "profile" / "run"
-    argv = train_argv(args, folder, 1) + ["--limit", str(args.profile_pairs), "--epochs", "1"]
+    folder = run.work / "profile" / recipe
+    argv = train_argv(args, folder, 1, recipe) + ["--limit", str(args.profile_pairs), "--epochs", "1"]
     parsed = parsed_train_args(argv)
     result["command"] = shown("train", argv) + " (its trainer, in this process)"
     if args.dry_run:
@@ -256,10 +274,13 @@ def profile(run: TrainRun, result: dict, ends: float) -> str | None:
         return [{"name": e.key, "calls": round(e.count / steps, 1), "ms": per_step(time_of(e))} for e in ranked]
 
     result["host_operator_ms_per_step"] = per_step(sum(event.self_cpu_time_total for event in operators))
+    # every operator call (nested ones too) and every kernel or copy: what a step launches
+    result["operator_calls_per_step"] = round(sum(event.count for event in operators) / steps, 1)
     result["top_host"] = top(operators, lambda event: event.self_cpu_time_total)
     if cuda:
         result["gpu_busy_ms_per_step"] = per_step(sum(event.self_device_time_total for event in kernels))
         result["gpu_busy_share"] = round(result["gpu_busy_ms_per_step"] / result["wall_ms_per_step"], 3)
+        result["kernel_calls_per_step"] = round(sum(event.count for event in kernels) / steps, 1)
         result["top_gpu"] = top(operators, lambda event: event.self_device_time_total)
         result["peak_gpu_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
     del trainer, profiler
@@ -500,6 +521,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--train-minutes", type=float, help="the run's --max-minutes (default: its section's time)")
     parser.add_argument(
         "--profile-steps", type=int, default=0, help="profile this many steps of the first stage before it (0: none)"
+    )
+    parser.add_argument(
+        "--profile-recipes",
+        nargs="+",
+        choices=RECIPES,
+        help="with --profile-steps: the recipes to profile, each from --start (default: the run's)",
     )
     parser.add_argument("--dry-run", action="store_true", help="check and record the commands, run none")
     split = argv.index("--") if "--" in argv else len(argv)  # after "--": flags for python -m train train

@@ -344,15 +344,21 @@ def test_a_profile_times_steps_of_the_first_stage_before_it(tmp_path, backbone, 
     flags = ["--tiny", "--start", str(backbone), "--data-dir", str(dialogues), "--out", str(tmp_path / "out")]
     flags += ["--work", str(tmp_path / "work"), "--deadline-s", "200", *TINY_FORMAT]
     args = parse_args(["paper", "--profile-steps", "3", *flags])
+    (tmp_path / "out").mkdir()
     run = device_train.TrainRun(args, time.monotonic(), {}, tmp_path / "work")
     ends = section_ends(run)
     assert list(ends)[:3] == ["versions", "profile", "train"] and ends["profile"] == run.started + args.profile_s
-    result = {}
-    assert device_train.profile(run, result, ends["profile"]) is None
+    found = {}
+    assert device_train.profile(run, found, ends["profile"]) is None
+    result = found["paper"]  # the run's own recipe, by default
     assert result["steps"] == 3 and result["warm_up"] == 2 and result["contexts_per_step"] == 4
     assert result["wall_ms_per_step"] > 0 and result["host_operator_ms_per_step"] > 0
+    assert result["operator_calls_per_step"] >= max(entry["calls"] for entry in result["top_host"])
     assert any(entry["name"].startswith("aten::") for entry in result["top_host"])
     assert "gpu_busy_ms_per_step" not in result and "top_gpu" not in result
+    args = parse_args(["paper", "--profile-steps", "3", "--profile-recipes", "paper-64", "release", *flags])
+    with pytest.raises(ValueError, match="--profile-recipes release starts from a checkpoint, --start is a backbone"):
+        device_train.profile(device_train.TrainRun(args, time.monotonic(), {}, tmp_path / "w1"), {}, 0.0)
     args = parse_args(["paper", "--profile-steps", "9", *flags])  # 2 + 9 of the tiny epoch's 10 steps
     with pytest.raises(ValueError, match="--profile-warm-up 2 \\+ --profile-steps 9 must stay under the 10 steps"):
         device_train.profile(device_train.TrainRun(args, time.monotonic(), {}, tmp_path / "w2"), {}, 0.0)
