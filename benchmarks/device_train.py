@@ -232,7 +232,8 @@ def profile_recipe(run: TrainRun, recipe: str, result: dict) -> str | None:
 
     args = run.args
     folder = run.work / "profile" / recipe
-    argv = train_argv(args, folder, 1, recipe) + ["--limit", str(args.profile_pairs), "--epochs", "1"]
+    argv = train_argv(args, folder, 1, recipe)
+    argv += ["--limit", str(args.profile_pairs), "--epochs", "1", "--max-steps-per-epoch", "0"]  # its pairs' epoch
     parsed = parsed_train_args(argv)
     result["command"] = shown("train", argv) + " (its trainer, in this process)"
     if args.dry_run:

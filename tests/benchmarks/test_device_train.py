@@ -352,6 +352,7 @@ def test_a_profile_times_steps_of_the_first_stage_before_it(tmp_path, backbone, 
     assert device_train.profile(run, found, ends["profile"]) is None
     result = found["paper"]  # the run's own recipe, by default
     assert result["steps"] == 3 and result["warm_up"] == 2 and result["contexts_per_step"] == 4
+    assert "--limit 240 --epochs 1 --max-steps-per-epoch 0" in result["command"]
     assert result["wall_ms_per_step"] > 0 and result["host_operator_ms_per_step"] > 0
     assert result["operator_calls_per_step"] >= max(entry["calls"] for entry in result["top_host"])
     assert any(entry["name"].startswith("aten::") for entry in result["top_host"])
@@ -359,8 +360,11 @@ def test_a_profile_times_steps_of_the_first_stage_before_it(tmp_path, backbone, 
     args = parse_args(["paper", "--profile-steps", "3", "--profile-recipes", "paper-64", "release", *flags])
     with pytest.raises(ValueError, match="--profile-recipes release starts from a checkpoint, --start is a backbone"):
         device_train.profile(device_train.TrainRun(args, time.monotonic(), {}, tmp_path / "w1"), {}, 0.0)
-    args = parse_args(["paper", "--profile-steps", "9", *flags])  # 2 + 9 of the tiny epoch's 10 steps
-    with pytest.raises(ValueError, match="--profile-warm-up 2 \\+ --profile-steps 9 must stay under the 10 steps"):
+    # its epoch is its pairs' (not the run's --max-steps-per-epoch, 10 at this scale): 40 pairs of 4 contexts
+    args = parse_args(["paper", "--profile-steps", "9", "--profile-pairs", "40", *flags])
+    with pytest.raises(
+        ValueError, match="--profile-steps 9 must stay under the 10 steps of an epoch of --profile-pairs 40"
+    ):
         device_train.profile(device_train.TrainRun(args, time.monotonic(), {}, tmp_path / "w2"), {}, 0.0)
     assert list(section_ends(device_train.TrainRun(parse_args(["paper", *flags]), 0.0, {}, tmp_path))) == list(SECTIONS)
 
