@@ -24,7 +24,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 D, LAYERS, INNER = 384, 6, 1536  # all-MiniLM-L6-v2
-PEAK = 790e12  # the H200's dense bf16, FLOP/s
+PEAK = 790e12  # the H200's dense bf16, FLOP/s, as the GPU machine's notes give it (NVIDIA's H200 SXM sheet: 989e12)
 
 
 def step_times(log: Path) -> np.ndarray:
