@@ -50,6 +50,7 @@ RESUMABLE_FLAGS = (
     "--weights-dtype",
 )
 MIXED_PRECISIONS = ("auto", "no", "bf16", "fp16")
+COMPILE_BACKENDS = ("", "inductor", "aot_eager", "eager")  # torch.compile backends of --compile; "": none
 
 
 def option(default, help: str, group: str = "recipe", **flag):
@@ -135,6 +136,15 @@ class TrainConfig:
         0,
         "sort each window of this many batches by context length, then shuffle the batches (default 0: off)",
         "speed",
+    )
+    compile: str = option(
+        "",
+        "torch.compile the encoder with this backend, shapes dynamic: inductor (fewer, fused kernels; its gain is "
+        "not measured yet; its dropout masks are drawn by its own generator, so with dropout on the numbers differ "
+        "from an uncompiled run's), or aot_eager / eager (checks: the same numbers); default '': not compiled. A run "
+        "resumes with the --compile it began with",
+        "speed",
+        choices=COMPILE_BACKENDS,
     )
     attention_dropout: float | None = option(
         None, "attention-probability dropout (default: the backbone's, 0.1); 0 trains faster on CPU", "speed"
@@ -367,6 +377,8 @@ class TrainConfig:
         unknown = [name for name in self.grounded_corpora if name not in GROUNDED_CORPORA]
         if unknown:
             raise ValueError(f"--grounded-valid: {unknown} are not grounded corpora; choose from {GROUNDED_CORPORA}")
+        if self.compile not in COMPILE_BACKENDS:
+            raise ValueError(f"compile must be one of {COMPILE_BACKENDS}, got {self.compile!r}")
         if self.mixed_precision not in MIXED_PRECISIONS:
             raise ValueError(f"mixed_precision must be 'auto', 'no', 'bf16' or 'fp16', got {self.mixed_precision!r}")
 

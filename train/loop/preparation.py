@@ -62,6 +62,8 @@ def load_model(config: TrainConfig, state_dir: Path | None) -> tuple[DensityMode
         set_attention_dropout(model.encoder, config.attention_dropout)
     if not config.dropout:
         set_dropout(model.encoder, 0.0)
+    if config.compile:  # in place: the module, its parameters and their names stay as they are
+        model.encoder.compile(backend=config.compile, dynamic=True)
     return model, tokenizer, start
 
 

@@ -219,3 +219,31 @@ def test_bland_copies_and_negatives_are_gathered_from_the_store_with_the_text_lo
     kinds = [kind for copies in draw_copies(train, rows, config, 0).values() for kind, _ in copies]
     assert kinds.count("bland") > STEPS  # most rows get a real bland copy
     assert_fast_losses_equal_the_reference(config, train, valid, tmp_path, monkeypatch)
+
+
+def test_a_compiled_encoder_loses_as_the_eager_one_and_its_run_resumes_with_it(backbone, tmp_path):
+    """--compile aot_eager (dynamo's graph capture and AOTAutograd's forward and backward graphs, run by eager
+    kernels: what --compile inductor compiles, without the code generation a test has no time for): the paper
+    recipe's float32 losses equal the uncompiled run's, its saved state holds the same parameter names, and the run
+    resumes with the same --compile only (inductor draws its own dropout masks: part of the recipe)."""
+    train, valid = data()
+    pair_format = PairFormat(max_length=48, max_response_length=16, layout="shared-context")
+    common = dict(epochs=2, max_steps_per_epoch=4, validation_kinds="", pair_format=pair_format, save_every=2)
+    Trainer(config_for(backbone, **common), train, valid, tmp_path / "eager").train(stop_after_steps=4)
+    compiled = Trainer(config_for(backbone, compile="aot_eager", **common), train, valid, tmp_path / "compiled")
+    assert compiled.model.encoder._compiled_call_impl is not None
+    compiled.train(stop_after_steps=4)
+    np.testing.assert_allclose(losses_of(tmp_path / "compiled"), losses_of(tmp_path / "eager"), rtol=0, atol=1e-5)
+    from safetensors import safe_open
+
+    (weights,) = (tmp_path / "compiled" / "state").rglob("model.safetensors")
+    with safe_open(str(weights), "pt") as saved:
+        assert not any("_orig_mod" in name for name in saved.keys())
+    with pytest.raises(ValueError, match="cannot resume with: --compile"):
+        Trainer(config_for(backbone, **common), train, valid, tmp_path / "compiled")
+    resumed = Trainer(config_for(backbone, compile="aot_eager", **common), train, valid, tmp_path / "compiled")
+    assert resumed.progress["global_step"] == 4
+    resumed.train()
+    assert len(losses_of(tmp_path / "compiled")) == 8
+    with pytest.raises(ValueError, match="compile must be one of"):
+        config_for(backbone, compile="tensorrt")
