@@ -490,7 +490,10 @@ SECTIONS = {
 
 def planned(args: argparse.Namespace) -> dict:
     """The sections of a run, in order: :data:`SECTIONS`, with ``profile`` before the training run where
-    ``--profile-steps`` is given and ``then`` after the fit where ``--then`` is."""
+    ``--profile-steps`` is given and ``then`` after the fit where ``--then`` is; with ``--profile-only``, versions
+    and the profile alone."""
+    if args.profile_only:
+        return {"versions": SECTIONS["versions"], "profile": profile}
     names = list(SECTIONS)
     if args.then:
         names.insert(names.index("fit") + 1, "then")
@@ -509,6 +512,8 @@ def section_ends(run: TrainRun) -> dict[str, float]:
     """When each section must end (``time.monotonic()``): those after the training run their seconds (``--fit-s``
     and so on) before the deadline, counted back from it; the training run the rest; versions by the deadline."""
     names = list(planned(run.args))
+    if run.args.profile_only:  # the whole deadline
+        return {"versions": run.at(1.0), "profile": run.at(1.0)}
     ends, end = {"versions": run.at(1.0)}, run.at(1.0)
     later = {name: getattr(run.args, f"{name}_s") for name in names[names.index("train") + 1 :]}
     for name in reversed(list(later)):
@@ -551,6 +556,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--profile-steps", type=int, default=0, help="profile this many steps of the first stage before it (0: none)"
     )
     parser.add_argument(
+        "--profile-only",
+        action="store_true",
+        help="with --profile-steps: the profile alone, in the whole deadline, no training run (e.g. to profile a "
+        "train flag given after --, such as --compile inductor)",
+    )
+    parser.add_argument(
         "--profile-recipes",
         nargs="+",
         choices=RECIPES,
@@ -563,8 +574,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     check_run_arguments(parser, args, SCALES)
     if args.then and args.train_minutes:
         parser.error("--train-minutes guards the first stage alone: not with --then")
-    if args.profile_recipes and not args.profile_steps:
-        parser.error("--profile-recipes needs --profile-steps")
+    if (args.profile_recipes or args.profile_only) and not args.profile_steps:
+        parser.error("--profile-recipes and --profile-only need --profile-steps")
+    if args.profile_only and args.then:
+        parser.error("--profile-only trains no stage: not with --then")
     if args.profile_steps and args.profile_warm_up < 1:
         parser.error(f"--profile-warm-up must be at least 1, got {args.profile_warm_up}")
     if args.start is None:

@@ -371,9 +371,24 @@ def test_a_profile_times_steps_of_the_first_stage_before_it(tmp_path, backbone, 
     status = device_train.profile(device_train.TrainRun(args, time.monotonic(), {}, tmp_path / "w3"), found, 0.0)
     assert status == "stopped: the section's time, before paper" and found["paper"]["status"].startswith("skipped")
     assert list(section_ends(device_train.TrainRun(parse_args(["paper", *flags]), 0.0, {}, tmp_path))) == list(SECTIONS)
-    for wrong in (["--profile-recipes", "paper"], ["--profile-steps", "3", "--profile-warm-up", "0"]):
+    for wrong in (
+        ["--profile-recipes", "paper"],
+        ["--profile-only"],
+        ["--profile-steps", "3", "--profile-warm-up", "0"],
+        ["--profile-steps", "3", "--profile-only", "--then", "release"],
+    ):
         with pytest.raises(SystemExit):
             parse_args(["paper", *wrong, *flags])
+    # --profile-only: the profile in the whole deadline, and a train flag after -- reaches its trainer
+    only = parse_args(["paper", "--profile-steps", "3", "--profile-only", *flags, "--seed", "7"])
+    only_run = device_train.TrainRun(only, 100.0, {}, tmp_path / "w4")
+    assert section_ends(only_run) == {"versions": 300.0, "profile": 300.0}
+    assert list(device_train.planned(only)) == ["versions", "profile"]
+    found = {}
+    assert device_train.profile(only_run, found, time.monotonic() + 99) is None
+    assert found["paper"]["command"].endswith(
+        "--seed 7 --limit 240 --epochs 1 --max-steps-per-epoch 0 (its trainer, in this process)"
+    )
 
 
 def test_the_profile_summary_counts_operators_on_the_host_and_kernels_on_the_gpu():
