@@ -37,18 +37,17 @@ docs/gpu.md says how to run it.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import importlib
-import io
 import logging
-import shlex
 import sys
 import time
 from pathlib import Path
 
 from density_metric.checkpoint.format import CONFIG_FILE
 
+from .device_commands import ended, parsed_train_args, shown, train_argv
+from .device_profile import profile
 from .device_recipes import RECIPES
 from .device_sections import (
     TRAINING_TAR,
@@ -133,46 +132,6 @@ class TrainRun(SectionRun):
 # ------------------------------------------------------------------------------------------ the commands
 
 
-def train_argv(
-    args: argparse.Namespace, out: Path, minutes: float, recipe_name: str | None = None, start: str | None = None
-) -> list[str]:
-    """``python -m train`` arguments of the recipe (``args.recipe``, or ``recipe_name``) from ``args.start`` (or
-    ``start``) at the scale of ``args``, into ``out``, guarded at ``minutes``; the arguments after ``--`` last (a
-    repeated flag's last value wins)."""
-    recipe_name = recipe_name or args.recipe
-    recipe = RECIPES[recipe_name]
-    data = Path(args.data_dir)
-    argv = ["train", *recipe.flags, "--data-dir", str(data / "dailydialog"), "--out", str(out)]
-    argv += ["--backbone" if recipe.starts_from == "backbone" else "--init-from", start or args.start]
-    argv += ["--valid-limit", str(args.valid_limit), "--valid-fit-pairs", str(args.valid_fit_pairs)]
-    argv += ["--fit-batch-size", str(args.fit_batch_size), "--mixed-precision", args.mixed_precision]
-    argv += ["--name", f"density-minilm-{recipe_name}", "--max-minutes", f"{minutes:.4g}"]
-    steps = recipe.steps_per_epoch if args.steps_per_epoch < 0 else args.steps_per_epoch
-    argv += ["--max-steps-per-epoch", str(steps)] if steps else []
-    argv += ["--epochs", str(args.epochs)] if args.epochs else []
-    argv += ["--batch-size", str(args.batch_size)] if args.batch_size else []
-    argv += ["--limit", str(args.train_limit)] if args.train_limit else []
-    if (data / "zhao2020" / "dailydialog_zhao.normalized.jsonl").is_file():  # log the dev Spearman at each evaluation
-        argv += ["--dev-judgments", str(data)]
-    return argv + args.train_args
-
-
-def parsed_train_args(argv: list[str], check_config: bool = True) -> argparse.Namespace:
-    """The train command's arguments through its own parser, and (``check_config``) its recipe checked, which reads
-    the folders it names (a ValueError names a flag)."""
-    from density_train.commands import build_parser
-    from density_train.config.flags import config_from_args
-
-    printed = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(printed):
-            args = build_parser().parse_args(argv)
-    except SystemExit:  # argparse's error, of the command or of its subcommand: its last line says what
-        raise ValueError("python -m train: " + (printed.getvalue().strip().splitlines() or ["?"])[-1]) from None
-    args.config = config_from_args(args) if check_config else None
-    return args
-
-
 def meta_argv(run: TrainRun, module: str) -> list[str]:
     """``python -m benchmarks.MODULE`` arguments for the run's checkpoint, into ``meta/MODULE``."""
     args = run.args
@@ -186,134 +145,7 @@ def meta_argv(run: TrainRun, module: str) -> list[str]:
     return argv + ["--corpora", *corpora, "--probes", str(args.probes)]
 
 
-def ended(process: dict) -> str:
-    """How a subprocess of :func:`run_module` ended, for an error."""
-    return f"was killed {process['killed']}" if process["exit_code"] is None else f"exited with {process['exit_code']}"
-
-
-def shown(module: str, argv: list[str]) -> str:
-    return f"python3 -m {module} " + shlex.join(argv)
-
-
 # ----------------------------------------------------------------------------------------------- sections
-
-
-def profile(run: TrainRun, result: dict, ends: float) -> str | None:
-    """With ``--profile-steps N``: N steps of each of ``--profile-recipes`` (default: the run's own, which must
-    start from the same kind of folder, ``--start``) timed and then profiled, one recipe after another
-    (:func:`profile_recipe`), each recipe's numbers under its name; a recipe with under 10 s of the section left is
-    skipped."""
-    args = run.args
-    names = args.profile_recipes or [args.recipe]
-    for name in names:
-        if RECIPES[name].starts_from != RECIPES[args.recipe].starts_from:
-            raise ValueError(
-                f"--profile-recipes {name} starts from a {RECIPES[name].starts_from}, --start is a "
-                f"{RECIPES[args.recipe].starts_from} ({args.recipe})"
-            )
-    status = None
-    for name in names:
-        if ends - time.monotonic() < 10 and not args.dry_run:
-            result[name] = {"status": "skipped: under 10 s of the section left"}
-            status = f"stopped: the section's time, before {name}"
-            continue
-        result[name] = {}
-        status = profile_recipe(run, name, result[name]) or status
-        run.save()
-    return status
-
-
-def profile_recipe(run: TrainRun, recipe: str, result: dict) -> str | None:
-    """``--profile-steps`` steps of ``recipe`` timed as they run, then as many under ``torch.profiler``, after
-    ``--profile-warm-up`` steps, its trainer in this process, on the first ``--profile-pairs`` training pairs (the
-    trainer's start reads every pair it is given); :func:`profile_summary` of the profile. The wall time a step is the
-    unprofiled steps' (the profiler's own recording slows the others)."""
-    import gc
-
-    import torch
-    from torch.profiler import ProfilerActivity
-    from torch.profiler import profile as profiled
-
-    from density_train.commands.train import peak_gpu_memory
-    from density_train.data.corpora import load_corpus
-    from density_train.data.examples import SelectionData
-    from density_train.loop.trainer import Trainer
-
-    args = run.args
-    folder = run.work / "profile" / recipe
-    argv = train_argv(args, folder, 1, recipe)
-    argv += ["--limit", str(args.profile_pairs), "--epochs", "1", "--max-steps-per-epoch", "0"]  # its pairs' epoch
-    parsed = parsed_train_args(argv)
-    result["command"] = shown("train", argv) + " (its trainer, in this process)"
-    if args.dry_run:
-        return "skipped: dry run"
-    train_data, valid_data = load_corpus(parsed, with_dialogues=True)
-    train, valid = SelectionData.from_pairs(*train_data), SelectionData.from_pairs(*valid_data)
-    trainer = Trainer(parsed.config, train, valid, folder)
-    steps, warm_up = args.profile_steps, args.profile_warm_up
-    if warm_up + 2 * steps >= trainer.steps_per_epoch:  # the epoch's end would run an evaluation inside them
-        raise ValueError(
-            f"--profile-warm-up {warm_up} + twice --profile-steps {steps} (timed, then profiled) must stay under the "
-            f"{trainer.steps_per_epoch} steps of an epoch of --profile-pairs {args.profile_pairs}"
-        )
-    trainer.save_state = lambda: None  # no weights written at the stops
-    device = trainer.accelerator.device
-    cuda = device.type == "cuda"
-    synchronize = torch.cuda.synchronize if cuda else lambda: None
-    trainer.train(stop_after_steps=warm_up)
-    synchronize()
-    if cuda:
-        torch.cuda.reset_peak_memory_stats()
-    started = time.perf_counter()
-    trainer.train(stop_after_steps=steps)
-    synchronize()
-    wall = time.perf_counter() - started
-    profiled_started = time.perf_counter()
-    with profiled(activities=[ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]) as profiler:
-        trainer.train(stop_after_steps=steps)
-        synchronize()
-    contexts = parsed.batch_size * parsed.grad_accum
-    result.update(steps=steps, warm_up=warm_up, contexts_per_step=contexts)
-    result.update(mixed_precision=trainer.accelerator.mixed_precision, wall_ms_per_step=round(1000 * wall / steps, 2))
-    result["profiled_wall_ms_per_step"] = round(1000 * (time.perf_counter() - profiled_started) / steps, 2)
-    result["contexts_per_s"] = round(contexts * steps / wall, 1)
-    result.update(profile_summary(profiler.key_averages(), steps, cuda, result["wall_ms_per_step"]))
-    result.update(peak_gpu_memory(device))
-    del trainer, profiler
-    gc.collect()  # a prepared model can hold itself through its wrapped forward: freed before the next recipe
-    if cuda:
-        torch.cuda.empty_cache()
-    return None
-
-
-def profile_summary(events, steps: int, cuda: bool, wall_ms: float) -> dict:
-    """A step's figures from a profile's ``key_averages()`` over ``steps`` steps: the operators' (``aten::``) calls
-    and their self time on the host, every thread (Python between them is not in it, nor the CUDA runtime's calls,
-    waits included); with ``cuda``, the GPU's busy time (its kernels and copies: the device's events, without the
-    profiler's user annotations, which span them) and its share of ``wall_ms``, the kernels launched, and the
-    operators that take most of each."""
-
-    def per_step(microseconds: float) -> float:
-        return round(microseconds / 1000 / steps, 3)
-
-    def top(found, time_of) -> list[dict]:
-        ranked = sorted(found, key=time_of, reverse=True)[:15]
-        return [{"name": e.key, "calls": round(e.count / steps, 1), "ms": per_step(time_of(e))} for e in ranked]
-
-    operators = [e for e in events if e.device_type.name == "CPU" and e.key.startswith("aten::")]
-    summary = {
-        "aten_calls_per_step": round(sum(e.count for e in operators) / steps, 1),
-        "host_operator_ms_per_step": per_step(sum(e.self_cpu_time_total for e in operators)),
-        "top_host": top(operators, lambda e: e.self_cpu_time_total),
-    }
-    if cuda:
-        kernels = [e for e in events if e.device_type.name != "CPU" and not getattr(e, "is_user_annotation", False)]
-        busy = per_step(sum(e.self_device_time_total for e in kernels))
-        summary.update(gpu_busy_ms_per_step=busy, gpu_busy_share=round(busy / wall_ms, 3) if wall_ms else None)
-        summary["kernel_calls_per_step"] = round(sum(e.count for e in kernels) / steps, 1)
-        summary["kernel_kinds"] = len(kernels)  # 0: the profiler saw no kernel, and the share means nothing
-        summary["top_gpu"] = top(operators, lambda e: e.self_device_time_total)
-    return summary
 
 
 def train(run: TrainRun, result: dict, ends: float) -> str | None:
@@ -344,8 +176,9 @@ def train_stage(
     # A flag that does not exist fails here, in seconds, dry run or not; a dry run's second stage starts from a
     # checkpoint that is not there yet, so its recipe is not checked against it.
     parsed = parsed_train_args(argv, check_config=check_start or not args.dry_run)
-    for flag, path in (("--data-dir", Path(args.data_dir) / "dailydialog"), ("--start", Path(start))):
-        if check_start and not path.is_dir() and not (flag == "--start" and start in ("default", "minilm")):
+    folders = (("--data-dir", Path(args.data_dir) / "dailydialog"), ("--start", Path(start))) if check_start else ()
+    for flag, path in folders:
+        if not path.is_dir() and not (flag == "--start" and start in ("default", "minilm")):
             raise ValueError(f"{flag}: no folder {path}")
     result["contexts_per_step"] = parsed.batch_size * parsed.grad_accum
     if args.dry_run:
@@ -499,7 +332,7 @@ def planned(args: argparse.Namespace) -> dict:
         names.insert(names.index("fit") + 1, "then")
     if args.profile_steps:
         names.insert(names.index("train"), "profile")
-    return {name: {"then": then, "profile": profile}.get(name) or SECTIONS[name] for name in names}
+    return {name: {**SECTIONS, "then": then, "profile": profile}[name] for name in names}
 
 
 def plan(run: TrainRun) -> dict:
@@ -511,9 +344,9 @@ def plan(run: TrainRun) -> dict:
 def section_ends(run: TrainRun) -> dict[str, float]:
     """When each section must end (``time.monotonic()``): those after the training run their seconds (``--fit-s``
     and so on) before the deadline, counted back from it; the training run the rest; versions by the deadline."""
-    names = list(planned(run.args))
     if run.args.profile_only:  # the whole deadline
         return {"versions": run.at(1.0), "profile": run.at(1.0)}
+    names = list(planned(run.args))
     ends, end = {"versions": run.at(1.0)}, run.at(1.0)
     later = {name: getattr(run.args, f"{name}_s") for name in names[names.index("train") + 1 :]}
     for name in reversed(list(later)):

@@ -3,7 +3,7 @@
     python -m benchmarks.step_batches --json benchmarks/step_batches_cpu.json
 
 For each recipe of :mod:`benchmarks.device_recipes`, the device command's own training arguments
-(:func:`benchmarks.device_train.train_argv` at the device's scale, float32, on the first ``--train-pairs``
+(:func:`benchmarks.device_commands.train_argv` at the device's scale, float32, on the first ``--train-pairs``
 DailyDialog training pairs) build a ``Trainer``. Then ``StepBatches.step``, what the loop's background thread does
 for a step (the negatives' and copies' draws, the gathers from the token store, the padding:
 ``train/loop/step_batches.py``), is timed without the model's work, on ``--steps`` steps of epoch 0 after

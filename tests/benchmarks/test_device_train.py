@@ -397,7 +397,7 @@ def test_the_profile_summary_counts_operators_on_the_host_and_kernels_on_the_gpu
     device's events but the profiler's user annotations, which span kernels already counted."""
     from types import SimpleNamespace
 
-    from benchmarks.device_train import profile_summary
+    from benchmarks.device_profile import profile_summary
 
     def event(key, device, count, cpu_us=0.0, device_us=0.0, annotation=False):
         kind = SimpleNamespace(name=device)
