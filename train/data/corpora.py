@@ -43,6 +43,7 @@ from .rows import (
     VALIDATION_SHARE,
     corpus_dataset,
     jsonl_values,
+    text_lines,
     validation_split,
 )
 
@@ -74,10 +75,9 @@ def _dailydialog_turns(data_dir: str | Path, split: str) -> list[list[str]]:
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
     dialogues = []
-    with open(Path(data_dir) / f"dialogues_{split}.txt", encoding="utf-8") as handle:
-        for line in handle:
-            turns = [turn.strip() for turn in line.split("__eou__")]
-            dialogues.append([turn for turn in turns if turn])
+    for _, line in text_lines(Path(data_dir) / f"dialogues_{split}.txt"):
+        turns = [turn.strip() for turn in line.split("__eou__")]
+        dialogues.append([turn for turn in turns if turn])
     return dialogues
 
 
@@ -201,23 +201,22 @@ def load_convai2(path: str | Path) -> datasets.Dataset:
     """
     rows: list[dict] = []
     current: dict | None = None
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            index, _, text = line.partition(" ")
-            if index == "1" or current is None:
-                current = {"turns": [], "prefix": [], "responses": []}
-                rows.append(current)
-            if text.startswith(PERSONA_PREFIX) and not current["turns"]:
-                current["prefix"].append(text)
-                continue
-            fields = text.split("\t")
-            if len(fields) < 2:
-                raise ValueError(f"{path}, line {number}: expected 'partner<TAB>self', got {text[:60]!r}")
-            current["turns"] += [fields[0].strip(), fields[1].strip()]
-            current["responses"].append(len(current["turns"]) - 1)
+    for number, line in text_lines(path):
+        line = line.rstrip("\n")
+        if not line.strip():
+            continue
+        index, _, text = line.partition(" ")
+        if index == "1" or current is None:
+            current = {"turns": [], "prefix": [], "responses": []}
+            rows.append(current)
+        if text.startswith(PERSONA_PREFIX) and not current["turns"]:
+            current["prefix"].append(text)
+            continue
+        fields = text.split("\t")
+        if len(fields) < 2:
+            raise ValueError(f"{path}, line {number}: expected 'partner<TAB>self', got {text[:60]!r}")
+        current["turns"] += [fields[0].strip(), fields[1].strip()]
+        current["responses"].append(len(current["turns"]) - 1)
     return corpus_dataset(rows)
 
 

@@ -15,9 +15,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import datasets
 import numpy as np
+
+if TYPE_CHECKING:  # imported where a corpus is built: the JSONL reader below serves readers that build none
+    import datasets
 
 SEEDED_SPLITS = ("train", "validation")  # of the corpora split by validation_split
 # The seeded validation split of the corpora that publish none: 5 % of the dialogues, drawn with this seed.
@@ -28,6 +31,8 @@ PERSONA_PREFIX = "your persona:"  # how ConvAI2 marks a persona line (and train/
 
 def corpus_dataset(rows: list[dict]) -> datasets.Dataset:
     """``rows`` (``turns``, ``prefix``, ``responses`` each) as a corpus with the module docstring's columns."""
+    import datasets
+
     features = datasets.Features(
         {
             "turns": datasets.Sequence(datasets.Value("string")),
@@ -45,19 +50,24 @@ def validation_split(count: int, seed: int = SPLIT_SEED, share: float = VALIDATI
     return np.sort(np.random.default_rng(seed).permutation(count)[:size])
 
 
-def jsonl_values(path: str | Path) -> Iterator[tuple[int, object]]:
-    """(line number, value) of every non-blank line of a JSONL file, read as UTF-8 (a byte order mark skipped, as
-    the scorer's readers do); a ValueError names the file and the line that is not JSON, or the file that is not
-    UTF-8 text."""
+def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """(line number, line) of every line of a text file, read as UTF-8 (a byte order mark skipped, as the scorer's
+    readers do); a ValueError names the file that is not UTF-8 text."""
     try:
         with open(path, encoding="utf-8-sig") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    value = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise ValueError(f"{path}, line {number}: invalid JSON ({err.msg})") from None
-                yield number, value
+            yield from enumerate(handle, start=1)
     except UnicodeDecodeError as err:  # while the file is read: only the generator's own reading lands here
         raise ValueError(f"{path}: not UTF-8 text ({err.reason})") from None
+
+
+def jsonl_values(path: str | Path) -> Iterator[tuple[int, object]]:
+    """(line number, value) of every non-blank line of a JSONL file (:func:`text_lines`); a ValueError names the file
+    and the line that is not JSON, or the file that is not UTF-8 text."""
+    for number, line in text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}, line {number}: invalid JSON ({err.msg})") from None
+        yield number, value

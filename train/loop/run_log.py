@@ -13,20 +13,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..data.rows import jsonl_values
+
 TYPES = ("train", "eval")
 
 
 def read_log(path: str | Path) -> list[dict]:
     """Every record of the log at ``path``, in file order, checked: a line that is not a JSON
-    object with a ``type`` in :data:`TYPES` and an integer ``step`` is an error naming the line."""
+    object with a ``type`` in :data:`TYPES` and an integer ``step`` is an error naming the line (read by
+    :func:`density_train.data.rows.jsonl_values`, which also names a file that is not UTF-8)."""
     records = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}, line {number}: not JSON ({error.msg})") from None
+    for number, record in jsonl_values(path):
         if not isinstance(record, dict) or record.get("type") not in TYPES or type(record.get("step")) is not int:
             raise ValueError(f"{path}, line {number}: a record needs a type in {TYPES} and an integer step")
         records.append(record)

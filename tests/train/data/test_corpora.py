@@ -71,6 +71,21 @@ def test_malformed_convai2_line_names_file_and_line(tmp_path):
         load_convai2(tmp_path / "c.txt")
 
 
+@pytest.mark.parametrize("corpus", ["dailydialog", "convai2"])
+def test_a_text_corpus_that_is_not_utf8_is_refused_naming_the_file(tmp_path, corpus):
+    path, text = {
+        "dailydialog": (tmp_path / "dialogues_train.txt", "caf\u00e9 ? __eou__ yes . __eou__\n"),
+        "convai2": (tmp_path / "c.txt", CONVAI2.replace("poodle", "caf\u00e9")),
+    }[corpus]
+    load = {"dailydialog": lambda: load_dailydialog(tmp_path, "train"), "convai2": lambda: load_convai2(path)}[corpus]
+    path.write_bytes(text.encode("latin-1"))
+    with pytest.raises(ValueError, match=f"{path.name}: not UTF-8 text"):
+        load()
+    if corpus == "dailydialog":  # a byte order mark is no text of the first turn
+        path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+        assert response_pairs(load())[0][0] == ["caf\u00e9 ?"]
+
+
 def test_jsonl_dialogues_make_every_later_turn_a_response(tmp_path):
     (tmp_path / "d.jsonl").write_text(json.dumps(["a", "b", "c"]) + "\n" + json.dumps({"turns": ["x", "y"]}) + "\n")
     contexts, responses = response_pairs(load_jsonl_dialogues(tmp_path / "d.jsonl"))

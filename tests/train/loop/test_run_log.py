@@ -25,7 +25,7 @@ def test_records_come_in_file_order_and_evaluations_once_per_step(tmp_path):
 @pytest.mark.parametrize(
     "line, problem",
     [
-        ('{"type": "train", "step": 3, "loss"', "line 2: not JSON"),  # cut short by a killed process
+        ('{"type": "train", "step": 3, "loss"', "line 2: invalid JSON"),  # cut short by a killed process
         ('{"type": "metrics", "step": 3}', "line 2: a record needs a type"),
         ('{"type": "eval", "step": "3"}', "line 2: a record needs a type"),
         ('{"type": "eval", "step": true}', "line 2: a record needs a type"),
@@ -36,6 +36,13 @@ def test_a_bad_line_is_an_error_naming_the_file_and_line(tmp_path, line, problem
     log = tmp_path / "log.jsonl"
     log.write_text(json.dumps({"type": "train", "step": 1, "loss": 1.0}) + "\n" + line + "\n")
     with pytest.raises(ValueError, match=f"log.jsonl, {problem}"):
+        read_log(log)
+
+
+def test_a_log_that_is_not_utf8_is_an_error_naming_the_file(tmp_path):
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(json.dumps({"type": "train", "step": 1, "loss": 1.0}).encode() + b"\n\xff\xfe\n")
+    with pytest.raises(ValueError, match="log.jsonl: not UTF-8 text"):
         read_log(log)
 
 
