@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import json
 import logging
 import sys
 import time
@@ -249,12 +250,36 @@ def then(run: TrainRun, result: dict, ends: float) -> str | None:
     start = run.first / "run" / "checkpoint"
     if not args.dry_run and not (start / CONFIG_FILE).is_file():
         raise RuntimeError(f"no fitted checkpoint of the first stage in {start} (see train and fit)")
+    if not args.dry_run:
+        aside = set_aside_stale_stage(run.training, start)
+        if aside is not None:
+            result["earlier_stage"] = aside
     status = train_stage(run, result, args.then, str(start), run.training, ends - args.fit_s, ends - 2)
     if args.dry_run:  # its fit's command needs the first stage's checkpoint (its pair format)
         return status
     printed = result["train"].get("printed", {})
     fitted = fit_stage(run, result, args.then, run.training, printed, ends, str(start), "fit_command")
     return status or fitted
+
+
+def set_aside_stale_stage(folder: Path, start: Path) -> str | None:
+    """Where ``folder`` holds a second stage that an earlier call (the same ``--work``) began from other weights of
+    ``start`` (its first stage trained on since, and was fitted again), that stage renamed ``folder.earlier-N``: a
+    run refuses to resume from other start weights (density_train.loop.state.check_same_start), so this call's second
+    stage starts afresh. What was done, or None."""
+    from density_train.loop.state import STATE_FILE, start_summary
+
+    state = folder / "run" / "state" / STATE_FILE
+    if not state.is_file():
+        return None
+    began = json.loads(state.read_text(encoding="utf-8")).get("data", {}).get("start_sha256")
+    if began is None or began == start_summary(start)["start_sha256"]:
+        return None
+    number = 1
+    while (aside := folder.with_name(f"{folder.name}.earlier-{number}")).exists():
+        number += 1
+    folder.rename(aside)
+    return f"{folder} began from other weights of {start} ({began}) in an earlier call: moved to {aside}"
 
 
 def meta_section(module: str, summary):

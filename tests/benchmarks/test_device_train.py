@@ -482,3 +482,34 @@ def test_the_weights_come_back_with_a_ship_precheck_only_where_the_evaluation_pa
     assert (tmp_path / f"{WEIGHTS}.part0").read_bytes() == b"weights"
     status, result = section(0.0, False)  # no pre-check asked: the weights come back
     assert status is None and result["parts"] == 1
+
+
+def test_a_second_stage_begun_from_other_first_stage_weights_is_set_aside_and_an_unchanged_one_kept(tmp_path):
+    """A second call with the same --work (a chain resumed on a warm machine): where the first stage trained on and
+    was fitted again, the earlier second stage cannot resume from it and is moved aside; else it resumes."""
+    from benchmarks.device_train import set_aside_stale_stage
+    from density_train.loop.state import STATE_FILE
+
+    start = tmp_path / "first" / "run" / "checkpoint"
+    start.mkdir(parents=True)
+    (start / "model.safetensors").write_bytes(b"weights of the first fit")
+    training = tmp_path / "training"
+    state = training / "run" / "state"
+    assert set_aside_stale_stage(training, start) is None  # no second stage yet
+    state.mkdir(parents=True)
+    began = hashlib.sha256(b"model.safetensors" + b"weights of the first fit").hexdigest()[:16]  # files_hash's rule
+    (state / STATE_FILE).write_text(json.dumps({"data": {"start_sha256": began}}))
+    assert set_aside_stale_stage(training, start) is None and state.is_dir()  # the same start: it resumes
+    (start / "model.safetensors").write_bytes(b"weights of the second fit")
+    done = set_aside_stale_stage(training, start)
+    assert done == f"{training} began from other weights of {start} ({began}) in an earlier call: moved to " + str(
+        tmp_path / "training.earlier-1"
+    )
+    assert not training.exists() and (tmp_path / "training.earlier-1" / "run" / "state" / STATE_FILE).is_file()
+    state.mkdir(parents=True)
+    (state / STATE_FILE).write_text(json.dumps({"data": {"start_sha256": began}}))
+    set_aside_stale_stage(training, start)
+    assert (tmp_path / "training.earlier-2").is_dir()  # an earlier one set aside before is kept
+    state.mkdir(parents=True)
+    (state / STATE_FILE).write_text(json.dumps({"data": {}}))  # saved before the hash: nothing to compare
+    assert set_aside_stale_stage(training, start) is None and state.is_dir()

@@ -21,6 +21,8 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
+from density_metric.checkpoint.fingerprint import files_hash
+
 STATE_FILE = "trainer_state.json"
 _DAMAGED = "the saved state is damaged (a stop while it was written?); delete state/ to start the run over"
 
@@ -111,6 +113,26 @@ def check_same_data(saved: dict, now: dict, where: str) -> None:
             f"{where}: the run was started on other {split} data ({was}), so it cannot resume on these ({found}); "
             f"give {again}, or a new --out to start another run"
         )
+
+
+def start_summary(start: str | Path) -> dict:
+    """``{"start_sha256": ...}``: the content hash (:func:`files_hash`) of the ``*.safetensors`` files of the folder
+    a run starts from (``--init-from``'s or ``--backbone``'s), or None for a Hub id the loader fetches itself."""
+    folder = Path(start)
+    return {"start_sha256": files_hash(sorted(folder.glob("*.safetensors"))) if folder.is_dir() else None}
+
+
+def check_same_start(saved: dict, now: dict, where: str, flag: str, start: str | Path) -> None:
+    """Refuse to resume from other start weights than the run began with (a checkpoint fitted again under the same
+    path, as a chain's first stage is when it trains on): the density term's anchor and the card would read them. A
+    ValueError naming ``where``; states saved before the check have no hash and pass."""
+    before = saved.get("data", {}).get("start_sha256")
+    if before is None or before == now["start_sha256"]:
+        return
+    raise ValueError(
+        f"{where}: the run was started from other weights ({flag} {start}: {before} then, {now['start_sha256']} now), "
+        f"so it cannot resume from these; give the start it began with, or a new --out to start another run"
+    )
 
 
 def read_trainer_state(path: Path) -> dict:

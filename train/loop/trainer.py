@@ -57,12 +57,14 @@ from .run_log import truncate_log
 from .state import (
     STATE_FILE,
     check_same_data,
+    check_same_start,
     data_summary,
     load_optimizer,
     read_trainer_state,
     recover_state,
     replace_state,
     save_optimizer,
+    start_summary,
     write_trainer_state,
 )
 from .step_batches import MicroBatch, StepBatches, one_ahead, text_micro_batch
@@ -104,6 +106,10 @@ class Trainer:
         self.accelerator = accelerator or Accelerator(mixed_precision=resolve_mixed_precision(config.mixed_precision))
         state_dir, saved = self._saved_state(dev)
         model, self.tokenizer, start = load_model(config, state_dir if saved is not None else None)
+        self.data_summary.update(start_summary(start))
+        if saved is not None:
+            flag = "--init-from" if config.init_from else "--backbone"
+            check_same_start(saved, self.data_summary, str(state_dir / STATE_FILE), flag, start)
         self._cut_contexts()
         optimizer = self._schedule(model, state_dir, saved)
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)

@@ -229,3 +229,28 @@ def test_resuming_with_other_dev_judgments_is_refused_naming_them(backbone, stop
 
     main([str(arg) for arg in cli_run(backbone, folder, "--dev-judgments", dev)])
     assert (folder / "run" / "checkpoint").is_dir()
+
+
+def test_resuming_from_other_start_weights_is_refused_naming_them(backbone, tmp_path, train_cli_error):
+    """A start folder whose weights were written again under the same path (a chain's first stage fitted anew) would
+    give a resumed run another anchor than the one it began with."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from density_train.commands import main
+
+    start = tmp_path / "start"
+    shutil.copytree(backbone, start)
+    main([str(arg) for arg in cli_run(start, tmp_path, "--max-minutes", "0.0001")])
+    original = (start / "model.safetensors").read_bytes()
+    weights = load_file(str(start / "model.safetensors"))
+    name = sorted(weights)[0]
+    changed = {**weights, name: weights[name] + torch.ones_like(weights[name])}
+    save_file(changed, str(start / "model.safetensors"))
+    line = train_cli_error(cli_run(start, tmp_path))
+    state = tmp_path / "run" / "state" / "trainer_state.json"
+    assert line.startswith(f"error: {state}: the run was started from other weights (--backbone {start}: ")
+    assert "a new --out" in line and not (tmp_path / "run" / "checkpoint").exists()
+    (start / "model.safetensors").write_bytes(original)  # the start it began with: the run resumes
+    main([str(arg) for arg in cli_run(start, tmp_path)])
+    assert (tmp_path / "run" / "checkpoint").is_dir()
