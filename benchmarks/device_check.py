@@ -233,8 +233,7 @@ def train_speed(check: Check, result: dict, ends: float) -> None:
 
     from density_train.commands import build_parser
     from density_train.config.flags import config_from_args
-    from density_train.data.corpora import load_corpus
-    from density_train.data.examples import SelectionData
+    from density_train.data.corpora import load_selection_data
     from density_train.loop.trainer import Trainer
 
     if torch.cuda.is_available():
@@ -243,11 +242,9 @@ def train_speed(check: Check, result: dict, ends: float) -> None:
     out = Path(tempfile.mkdtemp(prefix="train_speed-", dir=check.work))
     # One step more in the epoch than are taken: its end would run an evaluation.
     args = build_parser().parse_args(training_argv(check, steps + 1, out))
-    train_data, valid_data = load_corpus(args, with_dialogues=True)
+    train_data, valid_data = load_selection_data(args)
     started = time.perf_counter()
-    trainer = Trainer(
-        config_from_args(args), SelectionData.from_pairs(*train_data), SelectionData.from_pairs(*valid_data), out
-    )
+    trainer = Trainer(config_from_args(args), train_data, valid_data, out)
     result["trainer_start_s"] = round(time.perf_counter() - started, 2)
     result["mixed_precision"] = trainer.accelerator.mixed_precision
     trainer.train(stop_after_steps=steps)

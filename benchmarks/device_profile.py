@@ -48,8 +48,7 @@ def profile_recipe(run: SectionRun, recipe: str, result: dict) -> str | None:
     from torch.profiler import profile as profiled
 
     from density_train.commands.train import peak_gpu_memory
-    from density_train.data.corpora import load_corpus
-    from density_train.data.examples import SelectionData
+    from density_train.data.corpora import load_selection_data
     from density_train.loop.trainer import Trainer
 
     args = run.args
@@ -60,9 +59,7 @@ def profile_recipe(run: SectionRun, recipe: str, result: dict) -> str | None:
     result["command"] = shown("train", argv) + " (its trainer, in this process)"
     if args.dry_run:
         return "skipped: dry run"
-    train_data, valid_data = load_corpus(parsed, with_dialogues=True)
-    train, valid = SelectionData.from_pairs(*train_data), SelectionData.from_pairs(*valid_data)
-    trainer = Trainer(parsed.config, train, valid, folder)
+    trainer = Trainer(parsed.config, *load_selection_data(parsed), folder)
     steps, warm_up = args.profile_steps, args.profile_warm_up
     if warm_up + 2 * steps >= trainer.steps_per_epoch:  # the epoch's end would run an evaluation inside them
         raise ValueError(

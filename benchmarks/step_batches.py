@@ -32,8 +32,7 @@ from .device_recipes import RECIPES
 
 def recipe_trainer(name: str, data_dir: str, train_pairs: int, out: Path):
     """A fresh ``Trainer`` of recipe ``name`` as the device command builds it (device scale, float32)."""
-    from density_train.commands.train import load_corpus
-    from density_train.data.examples import SelectionData
+    from density_train.data.corpora import load_selection_data
     from density_train.loop.trainer import Trainer
 
     from .device_train import parse_args, parsed_train_args, train_argv
@@ -42,9 +41,8 @@ def recipe_trainer(name: str, data_dir: str, train_pairs: int, out: Path):
     scale = ["--train-limit", str(train_pairs), "--mixed-precision", "no"]
     device_args = parse_args([name, "--out", str(out), "--data-dir", data_dir, "--start", start, *scale])
     train_args = parsed_train_args(train_argv(device_args, out / "run", minutes=60))
-    train, valid = load_corpus(train_args, with_dialogues=True)
     config = train_args.config
-    trainer = Trainer(config, SelectionData.from_pairs(*train), SelectionData.from_pairs(*valid), out / "run")
+    trainer = Trainer(config, *load_selection_data(train_args), out / "run")
     return trainer, config
 
 

@@ -22,8 +22,7 @@ from density_metric.gaussian import ESTIMATORS
 
 from ..arguments import check_at_least, check_out, check_processes, encoder_folder
 from ..config.flags import add_recipe_arguments, config_from_args
-from ..data.corpora import add_corpus_arguments, load_corpus
-from ..data.examples import SelectionData
+from ..data.corpora import add_corpus_arguments, load_selection_data
 from ..data.judgments import apply_protocol, context_of, load_sets
 from ..evaluation.model_selection import selection_value
 from ..evaluation.validation import DevJudgments
@@ -139,12 +138,12 @@ def train_command(args) -> None:
         if not config.init_from:
             encoder_folder(config.backbone, "--backbone")  # a missing folder before the corpus is read
         dev = load_dev_judgments(args.dev_judgments) if args.dev_judgments else None
-        train_data, valid_data = load_corpus(args, with_dialogues=True)
+        train_data, valid_data = load_selection_data(args)
         grounded = load_grounded_valid(args, config.grounded_corpora, config.grounding_valid_pairs)
         trainer = Trainer(
             config,
-            SelectionData.from_pairs(*train_data),
-            SelectionData.from_pairs(*valid_data),
+            train_data,
+            valid_data,
             args.out,
             accelerator=accelerator,
             dev=dev,
@@ -153,7 +152,8 @@ def train_command(args) -> None:
         # The Gaussian is fitted on the pairs the trainer trained and was evaluated on: with --grounding, its
         # contexts carry their grounding lines, as in the evaluations' Gaussians that chose best/.
         fit_data = (trainer.train_data.contexts, trainer.train_data.responses)
-        train_pairs, valid_pairs = sample_pairs(fit_data, args.fit_pairs, config.seed), valid_data[:2]
+        train_pairs = sample_pairs(fit_data, args.fit_pairs, config.seed)
+        valid_pairs = (valid_data.contexts, valid_data.responses)
         progress = trainer.train(stop_after_seconds=args.max_minutes * 60 if args.max_minutes else None)
     except ValueError as err:
         fail(str(err))
@@ -162,7 +162,7 @@ def train_command(args) -> None:
         print(json.dumps({"stopped": progress, "resume": "run the same command again", **memory}))
         return
     if trainer.accelerator.is_main_process:
-        write_checkpoint(args, config, trainer, progress, (train_pairs, valid_pairs), len(train_data[1]), memory)
+        write_checkpoint(args, config, trainer, progress, (train_pairs, valid_pairs), len(train_data), memory)
 
 
 def peak_gpu_memory(device) -> dict:

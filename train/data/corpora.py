@@ -442,6 +442,15 @@ def load_corpus(args, with_dialogues: bool = False) -> tuple:
     return pairs[0], pairs[1]
 
 
+def load_selection_data(args) -> tuple:
+    """The training and validation :class:`~density_train.data.examples.SelectionData` of the corpus flags
+    (:func:`load_corpus` with the dialogues), as ``python -m train train`` gives them to its trainer."""
+    from .examples import SelectionData
+
+    train, valid = load_corpus(args, with_dialogues=True)
+    return SelectionData.from_pairs(*train), SelectionData.from_pairs(*valid)
+
+
 def load_splits(name: str, args) -> list:
     """The (train, validation) dialogues of corpus ``name``, as ``args`` names them."""
     if name == "dailydialog":

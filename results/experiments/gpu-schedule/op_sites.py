@@ -16,8 +16,7 @@ from pathlib import Path
 from torch.profiler import ProfilerActivity, profile
 
 from benchmarks import device_train
-from density_train.data.corpora import load_corpus
-from density_train.data.examples import SelectionData
+from density_train.data.corpora import load_selection_data
 from density_train.loop.trainer import Trainer
 
 work = Path(tempfile.mkdtemp())
@@ -33,8 +32,7 @@ argv = device_train.train_argv(args, work / "run", 1) + [
     "0",
 ]
 parsed = device_train.parsed_train_args(argv)
-train, valid = load_corpus(parsed, with_dialogues=True)
-trainer = Trainer(parsed.config, SelectionData.from_pairs(*train), SelectionData.from_pairs(*valid), work / "run")
+trainer = Trainer(parsed.config, *load_selection_data(parsed), work / "run")
 trainer.save_state = lambda: None
 trainer.train(stop_after_steps=1)
 with profile(activities=[ProfilerActivity.CPU], with_stack=True) as profiler:

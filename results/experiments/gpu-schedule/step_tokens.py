@@ -53,8 +53,7 @@ def main() -> None:
     from benchmarks.train_host import build_encoder
     from density_train.commands import build_parser
     from density_train.config.flags import config_from_args
-    from density_train.data.corpora import load_corpus
-    from density_train.data.examples import SelectionData
+    from density_train.data.corpora import load_selection_data
     from density_train.loop.step_batches import StepBatches
     from density_train.loop.trainer import Trainer
 
@@ -64,8 +63,7 @@ def main() -> None:
     argv += ["--out", str(scratch / "run"), "--mixed-precision", "no"]
     parsed = build_parser().parse_args(argv)
     config = config_from_args(parsed)
-    train, valid = load_corpus(parsed, with_dialogues=True)
-    trainer = Trainer(config, SelectionData.from_pairs(*train), SelectionData.from_pairs(*valid), scratch / "run")
+    trainer = Trainer(config, *load_selection_data(parsed), scratch / "run")
     batches = StepBatches(trainer)
     plan = batches.epoch(0)
     pad = trainer.tokenizer.pad_token_id
