@@ -269,11 +269,12 @@ class Encoder:
 
     def rep2(self, responses: Sequence[str]) -> np.ndarray:
         """rep-2 of each reply's word pieces, without special tokens and untruncated: (n,) float64
-        (:func:`density_metric.repetition.rep2`)."""
+        (:func:`density_metric.repetition.rep2`). A reply's special-token text (``[SEP]``) is its word pieces, as
+        where the reply is encoded for its features (:mod:`density_metric.encoding.text_ids`)."""
         if not responses:
             return np.zeros(0)
         ids = input_ids(
-            self.tokenizer, list(responses), add_special_tokens=False, split_special_tokens=False, verbose=False
+            self.tokenizer, list(responses), add_special_tokens=False, split_special_tokens=True, verbose=False
         )
         return rep2(ids)
 

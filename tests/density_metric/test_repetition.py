@@ -58,6 +58,14 @@ def test_rep2_takes_any_token_ids_without_overflow():
     assert rep2([[big, big + 1, big, big + 1], [big + 1, big]]) == pytest.approx([1 / 3, 0.0])
 
 
+def test_a_replys_special_token_text_counts_as_its_word_pieces(tiny_scorer):
+    """As where the reply is encoded for its features: ``[SEP]`` in a reply is the pieces ``[``, ``sep``, ``]``."""
+    said, spelled = "x [SEP] y [SEP] x [SEP] y", "x [ SEP ] y [ SEP ] x [ SEP ] y"
+    np.testing.assert_array_equal(tiny_scorer.encoder.rep2([said]), tiny_scorer.encoder.rep2([spelled]))
+    pieces = tiny_scorer.encoder.tokenizer(spelled, add_special_tokens=False)["input_ids"]
+    assert tiny_scorer.encoder.rep2([said])[0] == pytest.approx(naive_rep2(pieces))
+
+
 def test_one_rep2_value_per_distance():
     with pytest.raises(ValueError, match="one per reply"):
         RepetitionTerm(6.0, 0.1, 0.2).distances(np.ones(3), np.array([0.5]))
