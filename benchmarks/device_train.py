@@ -266,20 +266,27 @@ def set_aside_stale_stage(folder: Path, start: Path) -> str | None:
     """Where ``folder`` holds a second stage that an earlier call (the same ``--work``) began from other weights of
     ``start`` (its first stage trained on since, and was fitted again), that stage renamed ``folder.earlier-N``: a
     run refuses to resume from other start weights (density_train.loop.state.check_same_start), so this call's second
-    stage starts afresh. What was done, or None."""
-    from density_train.loop.state import STATE_FILE, start_summary
+    stage starts afresh. A state that cannot be read is set aside too. What was done, or None."""
+    from density_train.loop.state import STATE_FILE, recover_state, start_summary
 
-    state = folder / "run" / "state" / STATE_FILE
+    if not (folder / "run").is_dir():
+        return None
+    state = recover_state(folder / "run") / STATE_FILE  # a stop between a save's two renames, undone as a run would
     if not state.is_file():
         return None
-    began = json.loads(state.read_text(encoding="utf-8")).get("data", {}).get("start_sha256")
-    if began is None or began == start_summary(start)["start_sha256"]:
-        return None
+    try:
+        began = json.loads(state.read_text(encoding="utf-8")).get("data", {}).get("start_sha256")
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as err:
+        why = f"its {state.name} cannot be read ({type(err).__name__})"
+    else:
+        if began is None or began == start_summary(start)["start_sha256"]:
+            return None
+        why = f"began from other weights of {start} ({began}) in an earlier call"
     number = 1
     while (aside := folder.with_name(f"{folder.name}.earlier-{number}")).exists():
         number += 1
     folder.rename(aside)
-    return f"{folder} began from other weights of {start} ({began}) in an earlier call: moved to {aside}"
+    return f"{folder} {why}: moved to {aside}"
 
 
 def meta_section(module: str, summary):

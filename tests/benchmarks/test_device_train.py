@@ -513,3 +513,34 @@ def test_a_second_stage_begun_from_other_first_stage_weights_is_set_aside_and_an
     state.mkdir(parents=True)
     (state / STATE_FILE).write_text(json.dumps({"data": {}}))  # saved before the hash: nothing to compare
     assert set_aside_stale_stage(training, start) is None and state.is_dir()
+
+
+def test_a_second_stage_left_mid_save_or_unreadable_is_recovered_before_it_is_judged(tmp_path):
+    """A stop between a save's two renames leaves state.old/: it is put back (as a run would) and judged; a state
+    file that cannot be read cannot resume either, so that stage is set aside too."""
+    from benchmarks.device_train import set_aside_stale_stage
+    from density_train.loop.state import STATE_FILE, start_summary
+
+    start = tmp_path / "checkpoint"
+    start.mkdir()
+    (start / "model.safetensors").write_bytes(b"weights")
+    training = tmp_path / "training"
+    old = training / "run" / "state.old"
+    old.mkdir(parents=True)
+    (old / STATE_FILE).write_text(json.dumps({"data": start_summary(start)}))
+    assert set_aside_stale_stage(training, start) is None
+    assert (training / "run" / "state" / STATE_FILE).is_file() and not old.exists()
+    (training / "run" / "state" / STATE_FILE).write_text('{"data": ')  # cut short
+    done = set_aside_stale_stage(training, start)
+    assert done.endswith(
+        f"its {STATE_FILE} cannot be read (JSONDecodeError): moved to {tmp_path / 'training.earlier-1'}"
+    )
+    assert not training.exists()
+
+
+def test_a_start_without_safetensors_weights_or_a_hub_id_has_no_hash(tmp_path):
+    from density_train.loop.state import start_summary
+
+    (tmp_path / "pytorch_model.bin").write_bytes(b"weights")
+    assert start_summary(tmp_path) == {"start_sha256": None}
+    assert start_summary("bert-base-uncased") == {"start_sha256": None}

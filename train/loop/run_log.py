@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..data.rows import jsonl_values
+from ..data.rows import jsonl_values, text_lines
 
 TYPES = ("train", "eval")
 
@@ -33,12 +33,12 @@ def read_log(path: str | Path) -> list[dict]:
 def truncate_log(path: str | Path, step: int) -> None:
     """Keep the records of the log at ``path`` up to optimizer step ``step`` (the saved state a run
     resumes from) and drop the later ones, which the resumed run logs again. Each kept line is
-    kept as written; a missing log stays missing."""
+    kept as read (:func:`density_train.data.rows.text_lines`); a missing log stays missing."""
     path = Path(path)
     if not path.is_file():
         return
     read_log(path)  # a damaged line is an error naming it, not a silent cut
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines = [line for _, line in text_lines(path)]  # the lines read_log read
     kept = [line for line in lines if line.strip() and json.loads(line)["step"] <= step]
     if len(kept) < len(lines):
         path.write_text("".join(kept), encoding="utf-8")

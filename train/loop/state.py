@@ -117,9 +117,10 @@ def check_same_data(saved: dict, now: dict, where: str) -> None:
 
 def start_summary(start: str | Path) -> dict:
     """``{"start_sha256": ...}``: the content hash (:func:`files_hash`) of the ``*.safetensors`` files of the folder
-    a run starts from (``--init-from``'s or ``--backbone``'s), or None for a Hub id the loader fetches itself."""
-    folder = Path(start)
-    return {"start_sha256": files_hash(sorted(folder.glob("*.safetensors"))) if folder.is_dir() else None}
+    a run starts from (``--init-from``'s or ``--backbone``'s); None for a ``--backbone`` Hub id, which the loader
+    fetches itself, and for a folder without safetensors weights."""
+    weights = sorted(Path(start).glob("*.safetensors")) if Path(start).is_dir() else []
+    return {"start_sha256": files_hash(weights) if weights else None}
 
 
 def check_same_start(saved: dict, now: dict, where: str, flag: str, start: str | Path) -> None:

@@ -39,7 +39,8 @@ def repetition_statistics(pieces: list[list[int]]) -> np.ndarray:
     for row, ids in enumerate(pieces):
         if len(ids) >= 2:
             out[row, 0] = np.mean(np.diff(ids) == 0)
-    out[:, 1] = rep2(pieces)  # the library's, as a checkpoint with the term computes it
+    out[:, 1] = rep2(pieces)  # the library's, as a checkpoint with the term computed it here (before 667ed7f a
+    # reply's special-token text was the token there too; DailyDialog has none, so the numbers stand)
     return out
 
 

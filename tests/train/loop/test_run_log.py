@@ -91,3 +91,15 @@ def test_an_evaluation_before_the_first_step_counts_once():
     }
     only_start = compute_summary(records[:1])  # stopped before its first step
     assert (only_start["wall_seconds"], only_start["evaluations"]) == (100.0, 1)
+
+
+def test_a_resumed_run_cuts_the_log_back_to_its_state_as_read_log_reads_it(tmp_path):
+    from density_train.loop.run_log import truncate_log
+
+    log = tmp_path / "log.jsonl"
+    records = [{"type": "train", "step": step, "loss": 1.0} for step in (1, 2, 3)]
+    log.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(r) + "\n" for r in records).encode())  # a byte order mark
+    truncate_log(log, 2)
+    assert read_log(log) == records[:2]
+    truncate_log(tmp_path / "missing.jsonl", 2)  # a missing log stays missing
+    assert not (tmp_path / "missing.jsonl").exists()
