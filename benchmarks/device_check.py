@@ -232,6 +232,7 @@ def train_speed(check: Check, result: dict, ends: float) -> None:
     import torch
 
     from density_train.commands import build_parser
+    from density_train.commands.train import peak_gpu_memory
     from density_train.config.flags import config_from_args
     from density_train.data.corpora import load_selection_data
     from density_train.loop.trainer import Trainer
@@ -258,7 +259,7 @@ def train_speed(check: Check, result: dict, ends: float) -> None:
         candidates_per_context=1 + 4 + 4,  # the gold, 4 negatives, 4 copies
     )
     if torch.cuda.is_available():
-        result["peak_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+        result.update(peak_gpu_memory(torch.device("cuda")))
 
 
 def training(check: Check, result: dict, ends: float) -> None:

@@ -67,16 +67,22 @@ def dialogues(tmp_path_factory) -> Path:
     return data
 
 
+def judged_data(tmp_path: Path, dialogues: Path) -> Path:
+    """A copy of the ``dialogues`` data folder with the first 60 rows of DailyDialog-Zhao as its judgment set."""
+    data = tmp_path / "data"
+    shutil.copytree(dialogues, data)
+    (data / "zhao2020").mkdir()
+    (data / "zhao2020" / ZHAO.name).write_text("".join(ZHAO.read_text(encoding="utf-8").splitlines(True)[:60]))
+    return data
+
+
 @pytest.fixture(scope="module")
 def rehearsal(tmp_path_factory, backbone, dialogues):
     """One whole run with --bring-weights: its process, --out, --work and how long it took."""
     if not ZHAO.is_file():
         pytest.skip(f"no {ZHAO}: the rehearsal's judgment set is a slice of it")
     tmp_path = tmp_path_factory.mktemp("rehearsal")
-    data = tmp_path / "data"
-    shutil.copytree(dialogues, data)
-    (data / "zhao2020").mkdir()
-    (data / "zhao2020" / ZHAO.name).write_text("".join(ZHAO.read_text(encoding="utf-8").splitlines(True)[:60]))
+    data = judged_data(tmp_path, dialogues)
     started = time.monotonic()
     completed, out = device_train_command(
         tmp_path, backbone, data, "--deadline-s", "300", "--bring-weights", *TINY_FORMAT
@@ -309,10 +315,7 @@ def test_then_trains_a_second_stage_from_the_first_checkpoint_and_brings_back_it
 
     if not ZHAO.is_file():
         pytest.skip(f"no {ZHAO}")
-    data = tmp_path / "data"
-    shutil.copytree(dialogues, data)
-    (data / "zhao2020").mkdir()
-    (data / "zhao2020" / ZHAO.name).write_text("".join(ZHAO.read_text(encoding="utf-8").splitlines(True)[:60]))
+    data = judged_data(tmp_path, dialogues)
     # 8 contexts a step: the release recipe keeps 6 of them for golds that reuse the last turn
     flags = ["--then", "release", "--batch-size", "8", "--deadline-s", "300", "--bring-weights", *TINY_FORMAT]
     completed, out = device_train_command(tmp_path, backbone, data, *flags)
@@ -336,6 +339,55 @@ def test_then_trains_a_second_stage_from_the_first_checkpoint_and_brings_back_it
         names = set(tar.getnames())
     assert {"run/log.jsonl", "first/run/log.jsonl", "first/run/checkpoint/config.json"} <= names
     assert "run/checkpoint/config.json" in names and not any(name.endswith(WEIGHTS) for name in names)
+
+
+def test_a_second_call_with_the_same_work_resumes_the_chain_and_retrains_a_stale_second_stage(
+    tmp_path, backbone, dialogues
+):
+    """A chain resumed on a warm machine, end to end: the first call's guard stops each stage at its first step (a
+    ``--max-minutes`` after ``--`` reaches both); the second, with the same --work and no guard, resumes the first
+    stage to its schedule's end and fits it again, so the second stage that began from the first fit is moved aside
+    and trained afresh from the new one."""
+    from density_metric.checkpoint.format import CONFIG_FILE
+    from density_train.loop.run_log import read_log
+    from density_train.loop.state import STATE_FILE, start_summary
+
+    if not ZHAO.is_file():
+        pytest.skip(f"no {ZHAO}")
+    data = judged_data(tmp_path, dialogues)
+    flags = ["--then", "release", "--batch-size", "8", "--deadline-s", "300", *TINY_FORMAT]
+    work = tmp_path / "work"
+    first, second = work / "first" / "run", work / "training" / "run"
+
+    completed, out = device_train_command(tmp_path, backbone, data, *flags, "--max-minutes", "0.00001")
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    found = statuses(out)
+    assert found["train"].startswith("stopped: its --max-minutes guard, at step 1")
+    assert found["then"].startswith("stopped: its --max-minutes guard, at step 1")
+    first_fit = (first / "checkpoint" / WEIGHTS).read_bytes()
+    began = json.loads((second / "state" / STATE_FILE).read_text())["data"]["start_sha256"]
+    assert began == start_summary(first / "checkpoint")["start_sha256"]
+
+    completed, out = device_train_command(tmp_path, backbone, data, *flags)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    report = json.loads((out / REPORT).read_text())
+    assert statuses(out) == {
+        **dict.fromkeys(report["sections"], "measured"),
+        "weights": "skipped: not asked (--bring-weights)",
+    }
+    steps = [r["step"] for r in read_log(first / "log.jsonl") if r["type"] == "train"]
+    assert steps == list(range(1, 21))  # step 1 of the first call, then 2-20 resumed: none taken twice
+    assert (first / "checkpoint" / WEIGHTS).read_bytes() != first_fit  # fitted again, after 20 steps
+    aside = work / "training.earlier-1"
+    assert report["sections"]["then"]["earlier_stage"] == (
+        f"{work / 'training'} began from other weights of {first / 'checkpoint'} ({began}) in an earlier call: "
+        f"moved to {aside}"
+    )
+    assert [r["step"] for r in read_log(aside / "run" / "log.jsonl") if r["type"] == "train"] == [1]
+    steps = [r["step"] for r in read_log(second / "log.jsonl") if r["type"] == "train"]
+    assert steps == list(range(1, 21)) and (second / "checkpoint" / CONFIG_FILE).is_file()
+    now = json.loads((second / "state" / STATE_FILE).read_text())["data"]["start_sha256"]
+    assert now == start_summary(first / "checkpoint")["start_sha256"] != began
 
 
 def test_a_profile_times_steps_of_the_first_stage_before_it(tmp_path, backbone, dialogues):

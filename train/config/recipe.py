@@ -383,6 +383,11 @@ class TrainConfig:
             raise ValueError(f"mixed_precision must be 'auto', 'no', 'bf16' or 'fp16', got {self.mixed_precision!r}")
 
     @property
+    def start_flag(self) -> str:
+        """The flag that names the run's start: ``--init-from`` where it is set, else ``--backbone``."""
+        return "--init-from" if self.init_from else "--backbone"
+
+    @property
     def grounded_corpora(self) -> list[str]:
         """The corpora of ``grounded_valid``, in order."""
         return [name.strip() for name in self.grounded_valid.split(",") if name.strip()]

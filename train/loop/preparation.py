@@ -51,7 +51,7 @@ def load_model(config: TrainConfig, state_dir: Path | None) -> tuple[DensityMode
     with its dropout, and the start's folder (``--init-from``'s or ``--backbone``'s), which the density term's
     anchor reads; a ValueError names the folder or flag of a model that cannot be loaded."""
     torch.manual_seed(config.seed)
-    flag = "--init-from" if config.init_from else "--backbone"
+    flag = config.start_flag
     start = checkpoint_folder(config.init_from, flag) if config.init_from else encoder_folder(config.backbone, flag)
     try:
         model, tokenizer = DensityModel.load(state_dir or start, config.pair_format, config.feature_only_last_layer)

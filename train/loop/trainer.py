@@ -108,8 +108,7 @@ class Trainer:
         model, self.tokenizer, start = load_model(config, state_dir if saved is not None else None)
         self.data_summary.update(start_summary(start))
         if saved is not None:
-            flag = "--init-from" if config.init_from else "--backbone"
-            check_same_start(saved, self.data_summary, str(state_dir / STATE_FILE), flag, start)
+            check_same_start(saved, self.data_summary, str(state_dir / STATE_FILE), config.start_flag, start)
         self._cut_contexts()
         optimizer = self._schedule(model, state_dir, saved)
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
