@@ -303,51 +303,17 @@ def test_with_then_its_stage_has_its_seconds_between_the_fit_and_the_meta_evalua
             parse_args(["paper", "--out", str(tmp_path), *flags])
 
 
-def test_then_trains_a_second_stage_from_the_first_checkpoint_and_brings_back_its_weights(
+def test_then_trains_a_second_stage_from_the_first_checkpoint_and_a_second_call_resumes_the_chain(
     tmp_path, backbone, dialogues
 ):
-    """``paper --then release``: the release recipe from the paper stage's fitted checkpoint, in one command; the
-    meta-evaluation and the weights are the second stage's, the first stage's files come back under first/."""
-    import tarfile
-
-    from density_metric.checkpoint.format import CONFIG_FILE
-    from density_train.loop.run_log import read_log
-
-    if not ZHAO.is_file():
-        pytest.skip(f"no {ZHAO}")
-    data = judged_data(tmp_path, dialogues)
-    # 8 contexts a step: the release recipe keeps 6 of them for golds that reuse the last turn
-    flags = ["--then", "release", "--batch-size", "8", "--deadline-s", "300", "--bring-weights", *TINY_FORMAT]
-    completed, out = device_train_command(tmp_path, backbone, data, *flags)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    report = json.loads((out / REPORT).read_text())
-    names = [*list(SECTIONS)[:3], "then", *list(SECTIONS)[3:]]
-    assert list(report["sections"]) == names and statuses(out) == dict.fromkeys(names, "measured")
-    work = tmp_path / "work"
-    first, second = work / "first" / "run", work / "training" / "run"
-    then = report["sections"]["then"]
-    assert f"--init-from {first / 'checkpoint'}" in then["command"] and "--density-weight 1" in then["command"]
-    assert then["steps_taken"] == 20 and then["by"] == "python -m train train, after its schedule"
-    assert (first / "checkpoint" / CONFIG_FILE).is_file() and (second / "checkpoint" / CONFIG_FILE).is_file()
-    assert [r["type"] for r in read_log(second / "log.jsonl")].count("eval") == 2
-    human = report["sections"]["human_correlation"]["command"]
-    assert f"--checkpoint {second / 'checkpoint'}" in human
-    brought = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(out.glob(f"{WEIGHTS}.part*")))).hexdigest()
-    assert brought == hashlib.sha256((second / "checkpoint" / WEIGHTS).read_bytes()).hexdigest()
-    assert brought != hashlib.sha256((first / "checkpoint" / WEIGHTS).read_bytes()).hexdigest()
-    with tarfile.open(out / TRAINING_TAR) as tar:
-        names = set(tar.getnames())
-    assert {"run/log.jsonl", "first/run/log.jsonl", "first/run/checkpoint/config.json"} <= names
-    assert "run/checkpoint/config.json" in names and not any(name.endswith(WEIGHTS) for name in names)
-
-
-def test_a_second_call_with_the_same_work_resumes_the_chain_and_retrains_a_stale_second_stage(
-    tmp_path, backbone, dialogues
-):
-    """A chain resumed on a warm machine, end to end: the first call's guard stops each stage at its first step (a
+    """``paper --then release``: the release recipe from the paper stage's fitted checkpoint, in one command. Here a
+    chain resumed on a warm machine, end to end: the first call's guard stops each stage at its first step (a
     ``--max-minutes`` after ``--`` reaches both); the second, with the same --work and no guard, resumes the first
     stage to its schedule's end and fits it again, so the second stage that began from the first fit is moved aside
-    and trained afresh from the new one."""
+    and trained afresh from the new one. The meta-evaluation and the weights are the second stage's, the first
+    stage's files come back under first/."""
+    import tarfile
+
     from density_metric.checkpoint.format import CONFIG_FILE
     from density_train.loop.run_log import read_log
     from density_train.loop.state import STATE_FILE, start_summary
@@ -355,6 +321,7 @@ def test_a_second_call_with_the_same_work_resumes_the_chain_and_retrains_a_stale
     if not ZHAO.is_file():
         pytest.skip(f"no {ZHAO}")
     data = judged_data(tmp_path, dialogues)
+    # 8 contexts a step: the release recipe keeps 6 of them for golds that reuse the last turn
     flags = ["--then", "release", "--batch-size", "8", "--deadline-s", "300", *TINY_FORMAT]
     work = tmp_path / "work"
     first, second = work / "first" / "run", work / "training" / "run"
@@ -368,26 +335,38 @@ def test_a_second_call_with_the_same_work_resumes_the_chain_and_retrains_a_stale
     began = json.loads((second / "state" / STATE_FILE).read_text())["data"]["start_sha256"]
     assert began == start_summary(first / "checkpoint")["start_sha256"]
 
-    completed, out = device_train_command(tmp_path, backbone, data, *flags)
+    completed, out = device_train_command(tmp_path, backbone, data, "--bring-weights", *flags)
     assert completed.returncode == 0, completed.stderr[-3000:]
     report = json.loads((out / REPORT).read_text())
-    assert statuses(out) == {
-        **dict.fromkeys(report["sections"], "measured"),
-        "weights": "skipped: not asked (--bring-weights)",
-    }
+    names = [*list(SECTIONS)[:3], "then", *list(SECTIONS)[3:]]
+    assert list(report["sections"]) == names and statuses(out) == dict.fromkeys(names, "measured")
     steps = [r["step"] for r in read_log(first / "log.jsonl") if r["type"] == "train"]
     assert steps == list(range(1, 21))  # step 1 of the first call, then 2-20 resumed: none taken twice
     assert (first / "checkpoint" / WEIGHTS).read_bytes() != first_fit  # fitted again, after 20 steps
+    then = report["sections"]["then"]
     aside = work / "training.earlier-1"
-    assert report["sections"]["then"]["earlier_stage"] == (
+    assert then["earlier_stage"] == (
         f"{work / 'training'} began from other weights of {first / 'checkpoint'} ({began}) in an earlier call: "
         f"moved to {aside}"
     )
     assert [r["step"] for r in read_log(aside / "run" / "log.jsonl") if r["type"] == "train"] == [1]
-    steps = [r["step"] for r in read_log(second / "log.jsonl") if r["type"] == "train"]
-    assert steps == list(range(1, 21)) and (second / "checkpoint" / CONFIG_FILE).is_file()
+    assert f"--init-from {first / 'checkpoint'}" in then["command"] and "--density-weight 1" in then["command"]
+    assert then["steps_taken"] == 20 and then["by"] == "python -m train train, after its schedule"
+    records = read_log(second / "log.jsonl")
+    assert [r["step"] for r in records if r["type"] == "train"] == list(range(1, 21))
+    assert [r["type"] for r in records].count("eval") == 2
     now = json.loads((second / "state" / STATE_FILE).read_text())["data"]["start_sha256"]
     assert now == start_summary(first / "checkpoint")["start_sha256"] != began
+    assert (first / "checkpoint" / CONFIG_FILE).is_file() and (second / "checkpoint" / CONFIG_FILE).is_file()
+    human = report["sections"]["human_correlation"]["command"]
+    assert f"--checkpoint {second / 'checkpoint'}" in human
+    brought = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(out.glob(f"{WEIGHTS}.part*")))).hexdigest()
+    assert brought == hashlib.sha256((second / "checkpoint" / WEIGHTS).read_bytes()).hexdigest()
+    assert brought != hashlib.sha256((first / "checkpoint" / WEIGHTS).read_bytes()).hexdigest()
+    with tarfile.open(out / TRAINING_TAR) as tar:
+        names = set(tar.getnames())
+    assert {"run/log.jsonl", "first/run/log.jsonl", "first/run/checkpoint/config.json"} <= names
+    assert "run/checkpoint/config.json" in names and not any(name.endswith(WEIGHTS) for name in names)
 
 
 def test_a_profile_times_steps_of_the_first_stage_before_it(tmp_path, backbone, dialogues):
