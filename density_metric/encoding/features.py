@@ -53,9 +53,10 @@ def rows_to_batch(
     pad_token_id: int,
     pooling: str = "feature-token",
     index: np.ndarray | None = None,
+    multiple: int = 1,
 ) -> dict[str, torch.Tensor]:
-    """Model inputs of encoder rows (those of ``index``, all by default), right-padded to the longest
-    (:meth:`PackedRows.batch`, one gather per input).
+    """Model inputs of encoder rows (those of ``index``, all by default), right-padded to the longest, its length
+    rounded up to ``multiple`` (:meth:`PackedRows.batch`, one gather per input).
 
     Rows of one pair (the paper layout) give ``input_ids`` and a (b, t) ``attention_mask``. Shared-context rows
     give ``input_ids``, ``position_ids`` and ``segments`` (b, t) (-1 on padding), ``feature_index`` (b, k) and
@@ -65,7 +66,7 @@ def rows_to_batch(
     """
     if pooling not in POOLINGS:
         raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-    batch = PackedRows.from_rows(rows).batch(index, pad_token_id)
+    batch = PackedRows.from_rows(rows).batch(index, pad_token_id, multiple)
     if pooling == "mean" and "segments" in batch:
         batch["mean_pooling"] = torch.tensor(True)
     return batch

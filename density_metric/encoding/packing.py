@@ -115,16 +115,21 @@ class PackedRows:
             offsets([row.features for row in rows]),
         )
 
-    def _padded(self, values: np.ndarray, index: np.ndarray, fill: int, offsets: np.ndarray) -> np.ndarray:
+    def _padded(
+        self, values: np.ndarray, index: np.ndarray, fill: int, offsets: np.ndarray, multiple: int = 1
+    ) -> np.ndarray:
         starts, lengths = offsets[index], offsets[index + 1] - offsets[index]
-        width = max(int(lengths.max()), 1)
+        width = -(-max(int(lengths.max()), 1) // multiple) * multiple  # the longest, rounded up to the multiple
         column = np.arange(width)
         inside = column[None, :] < lengths[:, None]
         taken = values[np.minimum(starts[:, None] + column[None, :], max(len(values) - 1, 0))] if len(values) else 0
         return np.where(inside, taken, fill)
 
-    def batch(self, index: Sequence[int] | np.ndarray | None = None, pad_token_id: int = 0) -> dict[str, torch.Tensor]:
-        """Model inputs of rows ``index`` (all by default), right-padded to the longest, in one gather each.
+    def batch(
+        self, index: Sequence[int] | np.ndarray | None = None, pad_token_id: int = 0, multiple: int = 1
+    ) -> dict[str, torch.Tensor]:
+        """Model inputs of rows ``index`` (all by default), right-padded to the longest (its length rounded up to
+        ``multiple``: fewer distinct shapes for CUDA graphs), in one gather each.
 
         Rows of one pair give ``input_ids`` and a (b, t) ``attention_mask``. Shared-context rows give
         ``input_ids``, ``position_ids`` and ``segments`` (b, t) (-1 on padding; the attention mask is built from
@@ -132,15 +137,15 @@ class PackedRows:
         ``feature_valid`` (b, k) for rows with fewer candidates than the most.
         """
         index = np.arange(len(self)) if index is None else np.asarray(index, dtype=np.int64)
-        ids = torch.from_numpy(self._padded(self.ids, index, pad_token_id, self.offsets))
+        ids = torch.from_numpy(self._padded(self.ids, index, pad_token_id, self.offsets, multiple))
         if self.segments is None:
-            mask = torch.from_numpy(self._padded(np.ones_like(self.ids), index, 0, self.offsets))
+            mask = torch.from_numpy(self._padded(np.ones_like(self.ids), index, 0, self.offsets, multiple))
             return {"input_ids": ids, "attention_mask": mask}
         features = self._padded(self.features, index, -1, self.feature_offsets)
         return {
             "input_ids": ids,
-            "position_ids": torch.from_numpy(self._padded(self.positions, index, 0, self.offsets)),
-            "segments": torch.from_numpy(self._padded(self.segments, index, -1, self.offsets)),
+            "position_ids": torch.from_numpy(self._padded(self.positions, index, 0, self.offsets, multiple)),
+            "segments": torch.from_numpy(self._padded(self.segments, index, -1, self.offsets, multiple)),
             "feature_index": torch.from_numpy(np.maximum(features, 0)),
             "feature_valid": torch.from_numpy(features >= 0),
         }

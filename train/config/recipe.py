@@ -51,6 +51,7 @@ RESUMABLE_FLAGS = (
 )
 MIXED_PRECISIONS = ("auto", "no", "bf16", "fp16")
 COMPILE_BACKENDS = ("", "inductor", "aot_eager", "eager")  # torch.compile backends of --compile; "": none
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs")  # inductor's modes, --compile-mode
 
 
 def option(default, help: str, group: str = "recipe", **flag):
@@ -145,6 +146,21 @@ class TrainConfig:
         "resumes with the --compile it began with",
         "speed",
         choices=COMPILE_BACKENDS,
+    )
+    compile_mode: str = option(
+        "default",
+        "with --compile inductor, torch.compile's mode: reduce-overhead replays CUDA graphs (one recorded per input "
+        "shape: give --pad-multiple too), max-autotune-no-cudagraphs tunes kernels; default: inductor's own. Their "
+        "GPU gain is not measured yet",
+        "speed",
+        choices=COMPILE_MODES,
+    )
+    pad_multiple: int = option(
+        1,
+        "pad each batch's token length up to a multiple of this, so that the encoder sees few distinct shapes (for "
+        "--compile-mode reduce-overhead); the padding is masked, so without dropout the numbers stay as they are "
+        "(dropout draws its masks over the padded shape: others); default 1: to the longest row",
+        "speed",
     )
     attention_dropout: float | None = option(
         None, "attention-probability dropout (default: the backbone's, 0.1); 0 trains faster on CPU", "speed"
@@ -307,7 +323,7 @@ class TrainConfig:
         if isinstance(self.pair_format, dict):  # as read back from trainer_state.json
             self.pair_format = PairFormat.from_dict(self.pair_format)
         smallest = {"negatives": 1, "epochs": 1, "batch_size": 1, "grad_accum": 1, "eval_batch_size": 1}
-        smallest |= {"save_every": 1, "valid_fit_pairs": 2, "valid_limit": 0}  # a Gaussian needs 2 golds
+        smallest |= {"save_every": 1, "valid_fit_pairs": 2, "valid_limit": 0, "pad_multiple": 1}  # a Gaussian: 2 golds
         for name, least in smallest.items():
             check_at_least(flag_of(name), getattr(self, name), least)
         check_contexts_per_step(self.batch_size * self.grad_accum, self.lr_scaling)
@@ -379,6 +395,17 @@ class TrainConfig:
             raise ValueError(f"--grounded-valid: {unknown} are not grounded corpora; choose from {GROUNDED_CORPORA}")
         if self.compile not in COMPILE_BACKENDS:
             raise ValueError(f"compile must be one of {COMPILE_BACKENDS}, got {self.compile!r}")
+        if self.compile_mode not in COMPILE_MODES:
+            raise ValueError(f"compile_mode must be one of {COMPILE_MODES}, got {self.compile_mode!r}")
+        if self.compile_mode != "default" and self.compile != "inductor":
+            raise ValueError(f"--compile-mode {self.compile_mode} is inductor's: it needs --compile inductor")
+        max_length = self.pair_format.max_length
+        if self.pair_format.layout == "paper" and max_length % self.pad_multiple:
+            # A pair's row is at most --max-length long and its positions run along the padded row.
+            raise ValueError(
+                f"--pad-multiple {self.pad_multiple} must divide --max-length {max_length} in the paper layout: "
+                "a padded row would be longer than the model reads"
+            )
         if self.mixed_precision not in MIXED_PRECISIONS:
             raise ValueError(f"mixed_precision must be 'auto', 'no', 'bf16' or 'fp16', got {self.mixed_precision!r}")
 

@@ -41,9 +41,10 @@ if TYPE_CHECKING:  # for the annotations only: the recipe sits above evaluation 
 
 
 def encode_groups(tokenizer, config: TrainConfig, contexts, candidates) -> dict[str, torch.Tensor]:
-    """Model inputs of every (context, candidate) of the groups, group after group, in the run's layout."""
+    """Model inputs of every (context, candidate) of the groups, group after group, in the run's layout, padded
+    to a length of ``--pad-multiple``."""
     rows = pack(config.pair_format, tokenizer, contexts, candidates).rows
-    return rows_to_batch(rows, tokenizer.pad_token_id, config.pair_format.pooling)
+    return rows_to_batch(rows, tokenizer.pad_token_id, config.pair_format.pooling, None, config.pad_multiple)
 
 
 class ModelOutputs:

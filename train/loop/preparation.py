@@ -63,7 +63,8 @@ def load_model(config: TrainConfig, state_dir: Path | None) -> tuple[DensityMode
     if not config.dropout:
         set_dropout(model.encoder, 0.0)
     if config.compile:  # in place: the module, its parameters and their names stay as they are
-        model.encoder.compile(backend=config.compile, dynamic=True)
+        mode = {"mode": config.compile_mode} if config.compile == "inductor" else {}  # the others take no mode
+        model.encoder.compile(backend=config.compile, dynamic=True, **mode)
     return model, tokenizer, start
 
 

@@ -93,6 +93,9 @@ class TokenStore:
             self.pair_format.layout,
         )
 
-    def batch(self, contexts: np.ndarray, candidates: np.ndarray) -> dict:
-        """Model inputs of :meth:`rows` (``rows_to_batch``: padded, as ``encode_groups`` gives them)."""
-        return rows_to_batch(self.rows(contexts, candidates), self.pad_token_id, self.pair_format.pooling)
+    def batch(self, contexts: np.ndarray, candidates: np.ndarray, multiple: int = 1) -> dict:
+        """Model inputs of :meth:`rows` (``rows_to_batch``: padded, to a length of ``multiple``, as
+        ``encode_groups`` gives them)."""
+        return rows_to_batch(
+            self.rows(contexts, candidates), self.pad_token_id, self.pair_format.pooling, None, multiple
+        )

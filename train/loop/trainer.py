@@ -302,6 +302,8 @@ class Trainer:
         (negatives of an excluded kind) stay out of the contrastive term."""
         config, group_size, selection = self.config, micro.group_size, 1 + self.config.negatives
         device = self.accelerator.device
+        if config.compile_mode == "reduce-overhead":  # each forward a new CUDA-graph iteration (torch's cue)
+            torch.compiler.cudagraph_mark_step_begin()
         with self._autocast():
             features, logits = self.model(micro.inputs)
         ce = selection_loss(logits.view(-1, group_size)[:, :selection].reshape(-1), selection)
@@ -325,7 +327,9 @@ class Trainer:
             loss = loss + term
         # Without a density term nothing reads the golds' features, and a view of them would keep the encoder's
         # whole last hidden state alive until the step ends.
-        return loss, ce, contrastive, margin, drift, golds.detach() if self.density_term is not None else None
+        # A CUDA graph's outputs live in its own memory, which its next replay writes over: the golds kept are copied.
+        kept = golds.detach().clone() if config.compile_mode == "reduce-overhead" else golds.detach()
+        return loss, ce, contrastive, margin, drift, kept if self.density_term is not None else None
 
     def _anchor_autocast(self):
         """bf16 autocast for the frozen anchor's forward pass on CUDA (it needs no gradient, and bf16 halves

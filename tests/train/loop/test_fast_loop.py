@@ -247,3 +247,52 @@ def test_a_compiled_encoder_loses_as_the_eager_one_and_its_run_resumes_with_it(b
     assert len(losses_of(tmp_path / "compiled")) == 8
     with pytest.raises(ValueError, match="compile must be one of"):
         config_for(backbone, compile="tensorrt")
+
+
+@pytest.mark.parametrize("layout", ["paper", "shared-context"])
+def test_padding_to_a_multiple_leaves_the_training_losses_as_they_are(backbone, tmp_path, layout):
+    """--pad-multiple 16: every step's inputs are 16k columns wide, and without dropout (whose masks are drawn over
+    the padded shape) the float32 losses and the evaluation equal the unpadded run's."""
+    train, valid = data()
+    pair_format = PairFormat(max_length=48, max_response_length=16, layout=layout)
+    common = dict(epochs=1, max_steps_per_epoch=4, pair_format=pair_format, dropout=False)
+    Trainer(config_for(backbone, **common), train, valid, tmp_path / "plain").train()
+    padded = Trainer(config_for(backbone, pad_multiple=16, **common), train, valid, tmp_path / "padded")
+    widths = []
+    forward = padded.model.forward
+    padded.model.forward = lambda inputs: widths.append(inputs["input_ids"].shape[1]) or forward(inputs)
+    padded.train()
+    assert len(widths) > 4 and all(width % 16 == 0 for width in widths)  # the steps' and the evaluation's
+    np.testing.assert_allclose(losses_of(tmp_path / "padded"), losses_of(tmp_path / "plain"), rtol=0, atol=1e-5)
+    evaluations = [
+        [
+            {k: v for k, v in r.items() if k not in ("elapsed", "seconds")}
+            for r in read_log(tmp_path / run)
+            if r["type"] == "eval"
+        ]
+        for run in ("plain", "padded")
+    ]
+    assert evaluations[0] and evaluations[0][0].keys() == evaluations[1][0].keys()
+    for name, value in evaluations[0][0].items():
+        assert evaluations[1][0][name] == pytest.approx(value, abs=1e-5, nan_ok=True), name
+
+
+def test_compile_mode_reaches_torch_compile_and_reduce_overhead_marks_each_forward(backbone, tmp_path, monkeypatch):
+    """--compile inductor --compile-mode reduce-overhead: the mode reaches torch.compile (recorded here, not
+    compiled: inductor's code generation takes longer than a test may), each forward starts a CUDA-graph
+    iteration, and a mode is inductor's only; --pad-multiple must divide the paper layout's --max-length."""
+    compiled, marks = [], []
+    monkeypatch.setattr(torch.nn.Module, "compile", lambda self, **kwargs: compiled.append(kwargs))
+    monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: marks.append(1))
+    train, valid = data()
+    config = config_for(backbone, compile="inductor", compile_mode="reduce-overhead", validation_kinds="")
+    trainer = Trainer(config, train, valid, tmp_path / "run")
+    assert compiled == [{"backend": "inductor", "dynamic": True, "mode": "reduce-overhead"}]
+    trainer.train(stop_after_steps=3)
+    assert len(marks) == 3  # one micro-batch a step
+    with pytest.raises(ValueError, match="--compile-mode reduce-overhead is inductor's"):
+        config_for(backbone, compile="aot_eager", compile_mode="reduce-overhead")
+    with pytest.raises(ValueError, match="--pad-multiple 32 must divide --max-length 48 in the paper layout"):
+        config_for(backbone, pad_multiple=32)
+    with pytest.raises(ValueError, match="--pad-multiple must be at least 1"):
+        config_for(backbone, pad_multiple=0)

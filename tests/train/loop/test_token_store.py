@@ -65,6 +65,27 @@ def test_the_stores_inputs_equal_the_scorers_packing(tokenizer, pair_format):
     assert (max(lengths) == pair_format.max_length) == (pair_format.max_length < 256)  # the short formats cut
 
 
+@pytest.mark.parametrize("pair_format", FORMATS, ids=lambda f: f"{f.layout}-{f.pooling}-{f.max_length}")
+def test_a_batch_padded_to_a_multiple_is_the_batch_with_masked_columns_added(tokenizer, pair_format):
+    """--pad-multiple: the token inputs are as long as the longest row rounded up to the multiple, their first
+    columns the unpadded batch's, the added ones padding (the pad id, a 0 mask and position, segment -1: masked)."""
+    contexts, texts = corpus(40, 3)
+    store = TokenStore(tokenizer, pair_format, contexts, texts)
+    rng = np.random.default_rng(4)
+    rows, candidates = rng.choice(len(contexts), size=6, replace=False), rng.choice(len(texts), size=(6, 4))
+    plain, padded = store.batch(rows, candidates), store.batch(rows, candidates, 48)
+    height, width = plain["input_ids"].shape  # rows: a pair's each, or a context's each (shared-context)
+    assert padded["input_ids"].shape == (height, -(-width // 48) * 48) and width % 48  # columns are added
+    fills = {"input_ids": tokenizer.pad_token_id, "attention_mask": 0, "position_ids": 0, "segments": -1}
+    assert sorted(padded) == sorted(plain)
+    for name, tensor in plain.items():
+        if name in fills:
+            assert torch.equal(padded[name][:, :width], tensor), name
+            assert (padded[name][:, width:] == fills[name]).all(), name
+        else:  # the features' index and validity, the pooling flag: per candidate, not per token
+            assert torch.equal(padded[name], tensor), name
+
+
 def test_positions_find_raw_texts_and_none_for_a_text_it_lacks(tokenizer):
     contexts, texts = corpus(10, 2)
     store = TokenStore(tokenizer, PairFormat(), contexts, texts)
