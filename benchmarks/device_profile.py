@@ -40,7 +40,7 @@ def profile_recipe(run: SectionRun, recipe: str, result: dict) -> str | None:
     """``--profile-steps`` steps of ``recipe`` timed as they run, then as many under ``torch.profiler``, after
     ``--profile-warm-up`` steps, its trainer in this process, on the first ``--profile-pairs`` training pairs (the
     trainer's start reads every pair it is given); :func:`profile_summary` of the profile. The wall time a step is the
-    unprofiled steps' (the profiler's own recording slows the others)."""
+    unprofiled steps' (the profiler's own recording slows the others); :func:`unreplayed_forwards` of them."""
     import gc
 
     import torch
@@ -70,14 +70,19 @@ def profile_recipe(run: SectionRun, recipe: str, result: dict) -> str | None:
     device = trainer.accelerator.device
     cuda = device.type == "cuda"
     synchronize = torch.cuda.synchronize if cuda else lambda: None
+    widths = []  # each forward's token width, the warm-up's and the timed steps'
+    hook = trainer.model.register_forward_pre_hook(lambda _, inputs: widths.append(inputs[0]["input_ids"].shape[1]))
     trainer.train(stop_after_steps=warm_up)
     synchronize()
     if cuda:
         torch.cuda.reset_peak_memory_stats()
+    warmed = len(widths)
     started = time.perf_counter()
     trainer.train(stop_after_steps=steps)
     synchronize()
     wall = time.perf_counter() - started
+    hook.remove()
+    result.update(timed_unreplayed_forwards=unreplayed_forwards(widths, warmed), input_widths=len(set(widths)))
     profiled_started = time.perf_counter()
     with profiled(activities=[ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]) as profiler:
         trainer.train(stop_after_steps=steps)
@@ -94,6 +99,14 @@ def profile_recipe(run: SectionRun, recipe: str, result: dict) -> str | None:
     if cuda:
         torch.cuda.empty_cache()
     return None
+
+
+def unreplayed_forwards(widths: list[int], warmed: int) -> int:
+    """Of the forwards after the first ``warmed`` (``widths``: each forward's token width, in order), those whose
+    width had been seen fewer than twice before: under CUDA graphs (``--compile-mode reduce-overhead``) a new shape
+    runs eagerly, is recorded the second time and replayed only from the third, so such forwards are not yet the
+    graphs' speed."""
+    return sum(widths[:i].count(width) < 2 for i, width in enumerate(widths) if i >= warmed)
 
 
 def profile_summary(events, steps: int, cuda: bool, wall_ms: float) -> dict:

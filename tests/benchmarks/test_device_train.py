@@ -386,6 +386,7 @@ def test_a_profile_times_steps_of_the_first_stage_before_it(tmp_path, backbone, 
     assert "--limit 240 --epochs 1 --max-steps-per-epoch 0" in result["command"]
     assert result["wall_ms_per_step"] > 0 and result["profiled_wall_ms_per_step"] > 0
     assert result["host_operator_ms_per_step"] > 0
+    assert 1 <= result["input_widths"] <= 5 and 0 <= result["timed_unreplayed_forwards"] <= 3  # 2 + 3 forwards
     assert result["aten_calls_per_step"] > 100  # a 2-layer BERT's forward and backward, the losses, the optimizer
     assert all(entry["name"].startswith("aten::") for entry in result["top_host"])
     assert "gpu_busy_ms_per_step" not in result and "top_gpu" not in result
@@ -420,6 +421,15 @@ def test_a_profile_times_steps_of_the_first_stage_before_it(tmp_path, backbone, 
     assert found["paper"]["command"].endswith(
         "--seed 7 --limit 240 --epochs 1 --max-steps-per-epoch 0 (its trainer, in this process)"
     )
+
+
+def test_unreplayed_forwards_are_those_of_a_width_seen_under_twice_before():
+    from benchmarks.device_profile import unreplayed_forwards
+
+    # after 3 warm-up forwards (64, 64, 128): 64 a third time (replayed), 128 a second (recorded), 192 new, 128
+    # a third time (replayed), 192 a second (recorded)
+    assert unreplayed_forwards([64, 64, 128, 64, 128, 192, 128, 192], 3) == 3
+    assert unreplayed_forwards([64, 64, 64], 3) == 0 and unreplayed_forwards([64, 64, 64], 0) == 2
 
 
 def test_the_profile_summary_counts_operators_on_the_host_and_kernels_on_the_gpu():

@@ -404,7 +404,7 @@ class TrainConfig:
             # A pair's row is at most --max-length long and its positions run along the padded row.
             raise ValueError(
                 f"--pad-multiple {self.pad_multiple} must divide --max-length {max_length} in the paper layout: "
-                "a padded row would be longer than the model reads"
+                "a padded row would be longer than --max-length"
             )
         if self.mixed_precision not in MIXED_PRECISIONS:
             raise ValueError(f"mixed_precision must be 'auto', 'no', 'bf16' or 'fp16', got {self.mixed_precision!r}")

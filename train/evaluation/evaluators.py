@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # for the annotations only: the recipe sits above evaluation 
 
 def encode_groups(tokenizer, config: TrainConfig, contexts, candidates) -> dict[str, torch.Tensor]:
     """Model inputs of every (context, candidate) of the groups, group after group, in the run's layout, padded
-    to a length of ``--pad-multiple``."""
+    to a multiple of ``--pad-multiple`` tokens."""
     rows = pack(config.pair_format, tokenizer, contexts, candidates).rows
     return rows_to_batch(rows, tokenizer.pad_token_id, config.pair_format.pooling, None, config.pad_multiple)
 
@@ -62,6 +62,8 @@ class ModelOutputs:
             batch = encode_groups(
                 self.tokenizer, self.config, contexts[start : start + size], groups[start : start + size]
             )
+            if self.config.compile_mode == "reduce-overhead":  # each batch its own CUDA-graph iteration: copied out
+                torch.compiler.cudagraph_mark_step_begin()
             with self.accelerator.autocast():
                 f, g = self.model({name: tensor.to(self.accelerator.device) for name, tensor in batch.items()})
             features.append(f.double().cpu().numpy())

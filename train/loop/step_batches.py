@@ -196,8 +196,7 @@ class StepBatches:
             return text_micro_batch(trainer.tokenizer, config, contexts, candidates, kinds, self.anchored)
         positions = positions.reshape(len(rows), -1)
         inputs = self.store.batch(rows, positions, config.pad_multiple)
-        anchored = positions[:, : self.anchored]
-        anchor = self.store.batch(rows, anchored, config.pad_multiple) if self.anchored else None
+        anchor = self.store.batch(rows, positions[:, : self.anchored]) if self.anchored else None  # not compiled
         return micro_batch(inputs, anchor, kinds, config, config.density_weight > 0)
 
 

@@ -302,8 +302,6 @@ class Trainer:
         (negatives of an excluded kind) stay out of the contrastive term."""
         config, group_size, selection = self.config, micro.group_size, 1 + self.config.negatives
         device = self.accelerator.device
-        if config.compile_mode == "reduce-overhead":  # each forward a new CUDA-graph iteration (torch's cue)
-            torch.compiler.cudagraph_mark_step_begin()
         with self._autocast():
             features, logits = self.model(micro.inputs)
         ce = selection_loss(logits.view(-1, group_size)[:, :selection].reshape(-1), selection)
@@ -327,9 +325,7 @@ class Trainer:
             loss = loss + term
         # Without a density term nothing reads the golds' features, and a view of them would keep the encoder's
         # whole last hidden state alive until the step ends.
-        # A CUDA graph's outputs live in its own memory, which its next replay writes over: the golds kept are copied.
-        kept = golds.detach().clone() if config.compile_mode == "reduce-overhead" else golds.detach()
-        return loss, ce, contrastive, margin, drift, kept if self.density_term is not None else None
+        return loss, ce, contrastive, margin, drift, golds.detach() if self.density_term is not None else None
 
     def _anchor_autocast(self):
         """bf16 autocast for the frozen anchor's forward pass on CUDA (it needs no gradient, and bf16 halves
@@ -400,6 +396,10 @@ class Trainer:
         """One optimizer step over ``micro_batches`` (on the host, moved here); its log line waits on the device."""
         config, accelerator = self.config, self.accelerator
         losses, golds = [], []
+        if config.compile_mode == "reduce-overhead":
+            # One CUDA-graph iteration a step: its micro-batches' graphs are children of one another, so the
+            # gradients they accumulate and the golds the density term takes after them are not written over.
+            torch.compiler.cudagraph_mark_step_begin()
         for index, micro in enumerate(micro_batches):
             if accelerator.device.type != "cpu":  # made on the host: on the CPU there is nothing to move
                 micro = micro.to(accelerator.device)

@@ -256,13 +256,16 @@ def test_padding_to_a_multiple_leaves_the_training_losses_as_they_are(backbone, 
     train, valid = data()
     pair_format = PairFormat(max_length=48, max_response_length=16, layout=layout)
     common = dict(epochs=1, max_steps_per_epoch=4, pair_format=pair_format, dropout=False)
-    Trainer(config_for(backbone, **common), train, valid, tmp_path / "plain").train()
-    padded = Trainer(config_for(backbone, pad_multiple=16, **common), train, valid, tmp_path / "padded")
-    widths = []
-    forward = padded.model.forward
-    padded.model.forward = lambda inputs: widths.append(inputs["input_ids"].shape[1]) or forward(inputs)
-    padded.train()
-    assert len(widths) > 4 and all(width % 16 == 0 for width in widths)  # the steps' and the evaluation's
+    widths = {}
+    for run, multiple in (("plain", 1), ("padded", 16)):
+        trainer = Trainer(config_for(backbone, pad_multiple=multiple, **common), train, valid, tmp_path / run)
+        forward, seen = trainer.model.forward, widths.setdefault(run, [])
+        trainer.model.forward = lambda inputs, forward=forward, seen=seen: (
+            seen.append(inputs["input_ids"].shape[1]) or forward(inputs)
+        )
+        trainer.train()
+    assert len(widths["padded"]) > 4 and all(width % 16 == 0 for width in widths["padded"])  # steps, evaluation
+    assert widths["padded"] != widths["plain"]  # columns were added
     np.testing.assert_allclose(losses_of(tmp_path / "padded"), losses_of(tmp_path / "plain"), rtol=0, atol=1e-5)
     evaluations = [
         [
@@ -279,17 +282,21 @@ def test_padding_to_a_multiple_leaves_the_training_losses_as_they_are(backbone, 
 
 def test_compile_mode_reaches_torch_compile_and_reduce_overhead_marks_each_forward(backbone, tmp_path, monkeypatch):
     """--compile inductor --compile-mode reduce-overhead: the mode reaches torch.compile (recorded here, not
-    compiled: inductor's code generation takes longer than a test may), each forward starts a CUDA-graph
-    iteration, and a mode is inductor's only; --pad-multiple must divide the paper layout's --max-length."""
+    compiled: inductor's code generation takes longer than a test may); each step starts one CUDA-graph iteration
+    (not each micro-batch: the gradients they accumulate would be written over), each evaluation batch one; a mode
+    is inductor's only; --pad-multiple must divide the paper layout's --max-length."""
     compiled, marks = [], []
     monkeypatch.setattr(torch.nn.Module, "compile", lambda self, **kwargs: compiled.append(kwargs))
     monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: marks.append(1))
     train, valid = data()
-    config = config_for(backbone, compile="inductor", compile_mode="reduce-overhead", validation_kinds="")
+    config = config_for(backbone, compile="inductor", compile_mode="reduce-overhead", validation_kinds="", grad_accum=2)
     trainer = Trainer(config, train, valid, tmp_path / "run")
     assert compiled == [{"backend": "inductor", "dynamic": True, "mode": "reduce-overhead"}]
     trainer.train(stop_after_steps=3)
-    assert len(marks) == 3  # one micro-batch a step
+    assert len(marks) == 3  # 3 steps of 2 micro-batches
+    marks.clear()
+    trainer.outputs([valid.contexts[i] for i in range(20)], [[valid.responses[i]] for i in range(20)])
+    assert len(marks) == 3  # batches of 8, 8 and 4 contexts
     with pytest.raises(ValueError, match="--compile-mode reduce-overhead is inductor's"):
         config_for(backbone, compile="aot_eager", compile_mode="reduce-overhead")
     with pytest.raises(ValueError, match="--pad-multiple 32 must divide --max-length 48 in the paper layout"):
