@@ -322,11 +322,22 @@ class TrainConfig:
     def __post_init__(self):
         if isinstance(self.pair_format, dict):  # as read back from trainer_state.json
             self.pair_format = PairFormat.from_dict(self.pair_format)
+        self._check_counts()
+        self._check_negatives()
+        self._check_density_term()
+        self._check_selection_and_grounding()
+        self._check_speed()
+
+    def _check_counts(self):
+        """The counts' floors, and the contexts a step."""
         smallest = {"negatives": 1, "epochs": 1, "batch_size": 1, "grad_accum": 1, "eval_batch_size": 1}
         smallest |= {"save_every": 1, "valid_fit_pairs": 2, "valid_limit": 0, "pad_multiple": 1}  # a Gaussian: 2 golds
         for name, least in smallest.items():
             check_at_least(flag_of(name), getattr(self, name), least)
         check_contexts_per_step(self.batch_size * self.grad_accum, self.lr_scaling)
+
+    def _check_negatives(self):
+        """The contrastive term, the negatives' kinds and mix, the overlap rows, batching and dropout."""
         if self.contrastive_average not in CONTRASTIVE_AVERAGES:
             raise ValueError(
                 f"contrastive_average must be one of {CONTRASTIVE_AVERAGES}, got {self.contrastive_average!r}"
@@ -349,6 +360,9 @@ class TrainConfig:
             raise ValueError(f"length_buckets must be >= 0, got {self.length_buckets}")
         if self.attention_dropout is not None and not 0 <= self.attention_dropout < 1:
             raise ValueError(f"attention_dropout must be in [0, 1), got {self.attention_dropout}")
+
+    def _check_density_term(self):
+        """The density term's weights and, where it is on, what it needs."""
         if self.density_weight < 0 or self.anchor_weight < 0:
             raise ValueError(
                 f"density_weight and anchor_weight must be >= 0, got {self.density_weight} and {self.anchor_weight}"
@@ -378,6 +392,9 @@ class TrainConfig:
                 NegativeMix.parse(self.copy_mix)
             except ValueError as err:
                 raise ValueError(f"copy_mix {self.copy_mix!r}: {err}") from None
+
+    def _check_selection_and_grounding(self):
+        """The model selection rule and the grounding flags."""
         required_metrics(self.select_on, self.select_floor)  # a ValueError names the flag
         floor = parse_floor(self.select_floor)
         if floor and floor.from_start and not self.eval_at_start:
@@ -393,6 +410,9 @@ class TrainConfig:
         unknown = [name for name in self.grounded_corpora if name not in GROUNDED_CORPORA]
         if unknown:
             raise ValueError(f"--grounded-valid: {unknown} are not grounded corpora; choose from {GROUNDED_CORPORA}")
+
+    def _check_speed(self):
+        """The compiling, the padding and the precision."""
         if self.compile not in COMPILE_BACKENDS:
             raise ValueError(f"compile must be one of {COMPILE_BACKENDS}, got {self.compile!r}")
         if self.compile_mode not in COMPILE_MODES:
@@ -408,6 +428,12 @@ class TrainConfig:
             )
         if self.mixed_precision not in MIXED_PRECISIONS:
             raise ValueError(f"mixed_precision must be 'auto', 'no', 'bf16' or 'fp16', got {self.mixed_precision!r}")
+
+    @property
+    def cuda_graphs(self) -> bool:
+        """Whether the compiled encoder replays CUDA graphs (``--compile-mode reduce-overhead``): each step, and each
+        evaluation batch, then marks a new graph iteration."""
+        return self.compile_mode == "reduce-overhead"
 
     @property
     def start_flag(self) -> str:

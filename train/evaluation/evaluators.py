@@ -44,7 +44,7 @@ def encode_groups(tokenizer, config: TrainConfig, contexts, candidates) -> dict[
     """Model inputs of every (context, candidate) of the groups, group after group, in the run's layout, padded
     to a multiple of ``--pad-multiple`` tokens."""
     rows = pack(config.pair_format, tokenizer, contexts, candidates).rows
-    return rows_to_batch(rows, tokenizer.pad_token_id, config.pair_format.pooling, None, config.pad_multiple)
+    return rows_to_batch(rows, tokenizer.pad_token_id, config.pair_format.pooling, multiple=config.pad_multiple)
 
 
 class ModelOutputs:
@@ -62,7 +62,7 @@ class ModelOutputs:
             batch = encode_groups(
                 self.tokenizer, self.config, contexts[start : start + size], groups[start : start + size]
             )
-            if self.config.compile_mode == "reduce-overhead":  # each batch its own CUDA-graph iteration: copied out
+            if self.config.cuda_graphs:  # each batch its own CUDA-graph iteration: copied out before the next
                 torch.compiler.cudagraph_mark_step_begin()
             with self.accelerator.autocast():
                 f, g = self.model({name: tensor.to(self.accelerator.device) for name, tensor in batch.items()})

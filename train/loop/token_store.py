@@ -96,6 +96,5 @@ class TokenStore:
     def batch(self, contexts: np.ndarray, candidates: np.ndarray, multiple: int = 1) -> dict:
         """Model inputs of :meth:`rows` (``rows_to_batch``: padded to a multiple of ``multiple`` tokens, as
         ``encode_groups`` gives them)."""
-        return rows_to_batch(
-            self.rows(contexts, candidates), self.pad_token_id, self.pair_format.pooling, None, multiple
-        )
+        rows = self.rows(contexts, candidates)
+        return rows_to_batch(rows, self.pad_token_id, self.pair_format.pooling, multiple=multiple)

@@ -396,7 +396,7 @@ class Trainer:
         """One optimizer step over ``micro_batches`` (on the host, moved here); its log line waits on the device."""
         config, accelerator = self.config, self.accelerator
         losses, golds = [], []
-        if config.compile_mode == "reduce-overhead":
+        if config.cuda_graphs:
             # One CUDA-graph iteration a step: its micro-batches' graphs are children of one another, so the
             # gradients they accumulate and the golds the density term takes after them are not written over.
             torch.compiler.cudagraph_mark_step_begin()

@@ -280,7 +280,9 @@ def test_padding_to_a_multiple_leaves_the_training_losses_as_they_are(backbone, 
         assert evaluations[1][0][name] == pytest.approx(value, abs=1e-5, nan_ok=True), name
 
 
-def test_compile_mode_reaches_torch_compile_and_reduce_overhead_marks_each_forward(backbone, tmp_path, monkeypatch):
+def test_compile_mode_reaches_torch_compile_and_reduce_overhead_marks_each_step_and_evaluation_batch(
+    backbone, tmp_path, monkeypatch
+):
     """--compile inductor --compile-mode reduce-overhead: the mode reaches torch.compile (recorded here, not
     compiled: inductor's code generation takes longer than a test may); each step starts one CUDA-graph iteration
     (not each micro-batch: the gradients they accumulate would be written over), each evaluation batch one; a mode
